@@ -1,0 +1,4 @@
+"""(being written)"""
+__all__ = []
+def linear(x, weight, bias=None):
+    raise NotImplementedError

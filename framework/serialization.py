@@ -1,0 +1,3 @@
+"""(being written)"""
+def save(obj, path): raise NotImplementedError
+def load(path): raise NotImplementedError
