@@ -12,3 +12,4 @@ from .ops.reduce import *  # noqa: F401,F403
 from .ops.manipulation import *  # noqa: F401,F403
 from . import nn, optimizer
 from .serialization import save, load
+from .compat import dygraph, layers

@@ -237,6 +237,9 @@ class Tensor:
     def backward(self, grad=None, retain_graph=False):
         """Accumulate d(self)/d(leaf) into every leaf's ``grad``.
 
+        Leaves accumulate across calls; this tensor's own ``grad`` is set to the
+        seed gradient; other intermediate tensors keep no gradient.
+
         Args:
             grad: gradient of the final objective w.r.t. this tensor (same shape);
                 may be omitted only for one-element tensors (then it is 1).
@@ -259,6 +262,7 @@ class Tensor:
         if self.creator is None:
             _accumulate_leaf(self, seed)
             return
+        self.grad = Tensor(seed)  # the root keeps its seed, as in Paddle's DyGraph (``loss.gradient()``)
         grads = {id(self): (self, seed)}  # id -> (tensor kept alive, gradient)
         for fn in _topological_order(self.creator):
             if fn.inputs is None:
