@@ -10,6 +10,7 @@ from .ops.math import *  # noqa: F401,F403
 from .ops.linalg import *  # noqa: F401,F403
 from .ops.reduce import *  # noqa: F401,F403
 from .ops.manipulation import *  # noqa: F401,F403
+from .ops.activation import tanh, sigmoid  # noqa: F401
 from . import nn, optimizer
 from .serialization import save, load
 from .compat import dygraph, layers

@@ -1,2 +1,183 @@
-"""(being written)"""
-__all__ = []
+"""Normalisation: batch_norm (train and eval), layer_norm, group_norm and Lp normalize.
+
+The three statistics-based norms are one Function: view x as ``view``,
+standardise over ``axes`` of that view (with batch statistics, or with fixed
+running statistics in eval mode), then scale and shift by a per-channel or
+per-feature weight and bias.
+"""
+import math
+
+import numpy
+
+from ..tensor import Function, Tensor, OpError
+from .. import backend
+
+__all__ = ["batch_norm", "layer_norm", "group_norm", "normalize"]
+
+
+class Normalize(Function):
+    """y = (x - mean) / sqrt(var + epsilon) * weight + bias.
+
+    Attributes: ``view`` (x reshaped for the statistics), ``axes`` (reduced
+    axes of the view), ``param_shape`` (weight and bias broadcast against x),
+    ``fixed`` (None for batch statistics, else (mean, var) broadcastable to
+    the view), ``running`` (None, or (running_mean, running_var, momentum)
+    arrays updated in place from the batch statistics).
+    """
+
+    def forward(self, x, w, b):
+        xv = x.reshape(self.view)
+        if self.fixed is None:
+            mean = xv.mean(axis=self.axes, keepdims=True)
+            var = xv.var(axis=self.axes, keepdims=True)
+            if self.running is not None:
+                self._update_running(mean, var, xv.size // mean.size)
+        else:
+            mean, var = (self.xp.asarray(s, dtype=x.dtype) for s in self.fixed)
+        inv_std = 1 / self.xp.sqrt(var + self.epsilon)
+        xhat = (xv - mean) * inv_std
+        self.saved = xhat, inv_std, w
+        return xhat.reshape(x.shape) * w.reshape(self.param_shape) + b.reshape(self.param_shape)
+
+    def _update_running(self, mean, var, count):
+        """running = momentum * running + (1 - momentum) * batch, with the unbiased batch variance."""
+        running_mean, running_var, momentum = self.running
+        running_mean *= momentum
+        running_mean += (1 - momentum) * mean.reshape(running_mean.shape)
+        running_var *= momentum
+        running_var += (1 - momentum) * count / (count - 1) * var.reshape(running_var.shape)
+
+    def backward(self, gy):
+        xhat, inv_std, w = self.saved
+        x_shape = gy.shape
+        reduced = tuple(i for i, n in enumerate(self.param_shape) if n == 1)
+        gw = gb = None
+        if self.needs_input_grad[1]:
+            gw = (gy * xhat.reshape(x_shape)).sum(axis=reduced).reshape(w.shape)
+        if self.needs_input_grad[2]:
+            gb = gy.sum(axis=reduced).reshape(w.shape)
+        gx = None
+        if self.needs_input_grad[0]:
+            gxhat = (gy * w.reshape(self.param_shape)).reshape(self.view)
+            if self.fixed is None:
+                gxhat = (gxhat - gxhat.mean(axis=self.axes, keepdims=True)
+                         - xhat * (gxhat * xhat).mean(axis=self.axes, keepdims=True))
+            gx = (gxhat * inv_std).reshape(x_shape)
+        return gx, gw, gb
+
+
+class LpNormalize(Function):
+    """y = x / max(||x||_p, epsilon) along ``axis``."""
+
+    def forward(self, x):
+        xp = self.xp
+        norm = (xp.abs(x) ** self.p).sum(axis=self.axis, keepdims=True) ** (1 / self.p)
+        denom = xp.maximum(norm, self.epsilon)
+        self.saved = x, norm, denom
+        return x / denom
+
+    def backward(self, gy):
+        xp = self.xp
+        x, norm, denom = self.saved
+        gx = gy / denom
+        # where the norm is not clamped, d||x||/dx = sign(x) |x|^(p-1) / ||x||^(p-1)
+        dot = (gy * x).sum(axis=self.axis, keepdims=True) / denom ** 2
+        dnorm = xp.sign(x) * (xp.abs(x) / xp.maximum(norm, self.epsilon)) ** (self.p - 1)
+        return gx - xp.where(norm > self.epsilon, dot, 0) * dnorm
+
+
+def _affine(op, x, param, shape, fill):
+    """``param`` checked against ``shape`` (or a constant Tensor of ``fill`` when None)."""
+    if param is None:
+        return Tensor(backend.get_array_module(x.data).full(shape, fill, dtype=x.dtype))
+    if param.shape != tuple(shape) or param.dtype != x.dtype:
+        raise OpError(f"{op}: weight/bias {param.shape} {param.dtype} must be {tuple(shape)} {x.dtype} "
+                      f"for x {x.shape}")
+    return param
+
+
+def _check_float(op, x, min_ndim):
+    if x.ndim < min_ndim or x.dtype.kind != "f":
+        raise OpError(f"{op}: expected a floating-point tensor with at least {min_ndim} dims, "
+                      f"got {x.dtype} of shape {x.shape}")
+
+
+def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.9,
+               epsilon=1e-5):
+    """Batch normalisation over every axis but the channel axis 1.
+
+    y = (x - mean) / sqrt(var + epsilon) * weight + bias, per channel. In
+    training, mean and (biased) var are the batch's, and the running Tensors
+    are updated in place as Paddle does:
+    ``running = momentum * running + (1 - momentum) * batch`` (the variance
+    with the unbiased batch variance). In eval, the running statistics are used.
+
+    Shapes: x (N, C, *), running_mean, running_var, weight, bias (C,) -> (N, C, *).
+    ``weight``/``bias`` None mean 1/0; running stats may be None in training.
+    """
+    op = "batch_norm"
+    _check_float(op, x, 2)
+    channels = x.shape[1]
+    stats = [s for s in (running_mean, running_var) if s is not None]
+    if any(s.shape != (channels,) for s in stats) or (not training and len(stats) < 2):
+        raise OpError(f"{op}: running_mean and running_var must be ({channels},) for x {x.shape}"
+                      f"{'' if training else ' (needed in eval mode)'}, got "
+                      f"{[None if s is None else s.shape for s in (running_mean, running_var)]}")
+    param_shape = (1, channels) + (1,) * (x.ndim - 2)
+    weight = _affine(op, x, weight, (channels,), 1)
+    bias = _affine(op, x, bias, (channels,), 0)
+    attrs = dict(view=x.shape, axes=(0,) + tuple(range(2, x.ndim)), param_shape=param_shape,
+                 epsilon=epsilon, fixed=None, running=None)
+    if training:
+        if x.size // channels < 2:
+            raise OpError(f"{op}: training needs more than one value per channel, got x {x.shape}")
+        if len(stats) == 2:
+            attrs["running"] = (running_mean.data, running_var.data, momentum)
+    else:
+        attrs["fixed"] = (running_mean.data.reshape(param_shape), running_var.data.reshape(param_shape))
+    return Normalize.apply(x, weight, bias, **attrs)
+
+
+def layer_norm(x, normalized_shape, weight=None, bias=None, epsilon=1e-5):
+    """Layer normalisation over the trailing ``normalized_shape`` axes.
+
+    y = (x - mean) / sqrt(var + epsilon) * weight + bias, with mean and var
+    over the last len(normalized_shape) axes of each sample.
+
+    Shapes: x (*, *normalized_shape), weight and bias ``normalized_shape`` or None -> like x.
+    """
+    op = "layer_norm"
+    shape = (normalized_shape,) if isinstance(normalized_shape, (int, numpy.integer)) else tuple(normalized_shape)
+    _check_float(op, x, len(shape))
+    if x.shape[x.ndim - len(shape):] != shape:
+        raise OpError(f"{op}: x {x.shape} does not end with normalized_shape {shape}")
+    weight = _affine(op, x, weight, shape, 1)
+    bias = _affine(op, x, bias, shape, 0)
+    lead = x.shape[:x.ndim - len(shape)]
+    return Normalize.apply(x, weight, bias, view=(math.prod(lead), math.prod(shape)), axes=(1,),
+                           param_shape=(1,) * len(lead) + shape, epsilon=epsilon, fixed=None, running=None)
+
+
+def group_norm(x, num_groups, weight=None, bias=None, epsilon=1e-5):
+    """Group normalisation: channels split into ``num_groups`` groups, each sample normalised per group.
+
+    Shapes: x (N, C, *) with C divisible by num_groups, weight and bias (C,) or None -> like x.
+    """
+    op = "group_norm"
+    _check_float(op, x, 2)
+    n, channels = x.shape[:2]
+    if num_groups < 1 or channels % num_groups:
+        raise OpError(f"{op}: {channels} channels of x {x.shape} do not split into {num_groups} groups")
+    weight = _affine(op, x, weight, (channels,), 1)
+    bias = _affine(op, x, bias, (channels,), 0)
+    return Normalize.apply(x, weight, bias, view=(n, num_groups, x.size // (n * num_groups)), axes=(2,),
+                           param_shape=(1, channels) + (1,) * (x.ndim - 2), epsilon=epsilon,
+                           fixed=None, running=None)
+
+
+def normalize(x, p=2, axis=1, epsilon=1e-12):
+    """Lp normalisation along ``axis``: y = x / max(||x||_p, epsilon). Shapes: like x. p >= 1."""
+    _check_float("normalize", x, 1)
+    if not -x.ndim <= axis < x.ndim or p < 1:
+        raise OpError(f"normalize: axis {axis} and p {p} invalid for x {x.shape} (need p >= 1)")
+    return LpNormalize.apply(x, p=float(p), axis=axis % x.ndim, epsilon=epsilon)

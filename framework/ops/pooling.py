@@ -1,2 +1,189 @@
-"""(being written)"""
-__all__ = []
+"""Max and average pooling over 1, 2 or 3 spatial dimensions, and adaptive average pooling.
+
+Window pooling shares one N-d implementation: every channel is unfolded by
+``framework.kernels.im2col`` into columns of shape (prod(kernel), N * C * prod(out))
+and reduced over the kernel axis; the backward pass folds the column gradient
+back with ``col2im``. Adaptive average pooling is separable: one averaging
+matrix per spatial dimension.
+"""
+import functools
+
+import numpy
+
+from ..kernels.im2col import im2col, col2im
+from ..tensor import Function, OpError
+from .conv import conv_geometry, per_dim
+
+__all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
+           "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d"]
+
+
+class PoolNd(Function):
+    """Max (``mode="max"``) or average (``mode="avg"``, divided by ``divisor``) over each window."""
+
+    def forward(self, x):
+        n, c, *size = x.shape
+        columns_of = (n * c, 1, *size)
+        pad_value = -numpy.inf if self.mode == "max" else 0
+        cols = im2col(x.reshape(columns_of), self.kernel, self.stride, self.padding, (1,) * len(size), self.out,
+                      pad_value=pad_value)
+        if self.mode == "max":
+            self.saved = cols.argmax(axis=0), x.shape
+            y = cols.max(axis=0)
+        else:
+            self.divisor = self.xp.asarray(self.divisor, dtype=x.dtype)
+            self.saved = x.shape
+            y = cols.sum(axis=0).reshape(n * c, *self.out) / self.divisor
+        return y.reshape(n, c, *self.out)
+
+    def backward(self, gy):
+        xp = self.xp
+        taps = int(numpy.prod(self.kernel))
+        if self.mode == "max":
+            argmax, x_shape = self.saved
+            gcols = (xp.arange(taps).reshape(-1, 1) == argmax) * gy.reshape(1, -1)
+        else:
+            x_shape = self.saved
+            share = (gy.reshape(-1, *self.out) / self.divisor).reshape(1, -1)
+            gcols = xp.broadcast_to(share, (taps, share.shape[1]))
+        n, c, *size = x_shape
+        gx = col2im(gcols, (n * c, 1, *size), self.kernel, self.stride, self.padding, (1,) * len(size), self.out)
+        return gx.reshape(x_shape)
+
+
+class AdaptiveAvgPoolNd(Function):
+    """y = x averaged along each spatial axis d by the (out_d, size_d) matrix ``self.weights[d]``."""
+
+    def forward(self, x):
+        self.weights = [self.xp.asarray(w, dtype=x.dtype) for w in self.weights]
+        return self._apply(x, [w.T for w in self.weights])
+
+    def backward(self, gy):
+        return self._apply(gy, self.weights)
+
+    def _apply(self, a, matrices):
+        xp = self.xp
+        for axis, m in enumerate(matrices, start=2):
+            a = xp.moveaxis(xp.matmul(xp.moveaxis(a, axis, -1), m), -1, axis)
+        return xp.ascontiguousarray(a)
+
+
+def _check_input(op, x, ndim):
+    if x.ndim != ndim + 2:
+        raise OpError(f"{op}: expected x of shape (N, C, *spatial) with {ndim + 2} dims, got {x.shape}")
+    if x.dtype.kind != "f":
+        raise OpError(f"{op}: expected a floating-point tensor, got {x.dtype} of shape {x.shape}")
+
+
+def _window_counts(kernel, stride, before, out, low, high):
+    """How many taps of each window fall inside [low, high) along one axis; shape (out,)."""
+    starts = numpy.arange(out) * stride - before
+    return numpy.clip(numpy.minimum(starts + kernel, high) - numpy.maximum(starts, low), 0, None)
+
+
+def _pool(mode, ndim, x, kernel_size, stride, padding, ceil_mode, exclusive=True):
+    op = f"{mode}_pool{ndim}d"
+    _check_input(op, x, ndim)
+    size = x.shape[2:]
+    kernel = per_dim(kernel_size, ndim, "kernel_size", op)
+    stride, pads, _, out = conv_geometry(op, size, kernel, kernel if stride is None else stride, padding, 1)
+    if not isinstance(padding, str) and any(lo > k // 2 for (lo, _), k in zip(pads, kernel)):
+        raise OpError(f"{op}: padding {padding!r} must be at most half the kernel {kernel}")
+    if ceil_mode:  # as PyTorch: round up, but no window may start in the padding after the input
+        out = tuple(-(-(n + lo + hi - k) // s) + 1 for n, (lo, hi), k, s in zip(size, pads, kernel, stride))
+        out = tuple(o - 1 if (o - 1) * s >= n + lo else o for o, n, (lo, _), s in zip(out, size, pads, stride))
+    reach = tuple((lo, max(hi, (o - 1) * s + k - n - lo))
+                  for (lo, hi), o, s, k, n in zip(pads, out, stride, kernel, size))
+    attrs = dict(mode=mode, kernel=kernel, stride=stride, padding=reach, out=out)
+    if mode == "avg":
+        counts = [_window_counts(k, s, lo, o, 0 if exclusive else -lo, n if exclusive else n + hi)
+                  for n, k, s, (lo, hi), o in zip(size, kernel, stride, pads, out)]
+        attrs["divisor"] = functools.reduce(numpy.multiply.outer, counts)
+    return PoolNd.apply(x, **attrs)
+
+
+def max_pool1d(x, kernel_size, stride=None, padding=0, ceil_mode=False):
+    """Maximum over windows of the last axis. x (N, C, L) -> (N, C, L_out).
+
+    ``stride`` defaults to ``kernel_size``; padded positions never win. The
+    gradient goes to the first maximum of each window.
+    """
+    return _pool("max", 1, x, kernel_size, stride, padding, ceil_mode)
+
+
+def max_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False):
+    """Maximum over KH x KW windows. x (N, C, H, W) -> (N, C, H_out, W_out).
+
+    H_out = (H + 2 * pad - KH) // stride + 1 (rounded up when ``ceil_mode``).
+    ``kernel_size``, ``stride`` (default: ``kernel_size``) and ``padding`` are
+    ints or pairs; ``padding`` may be "same" or "valid". The gradient goes to
+    the first maximum of each window.
+    """
+    return _pool("max", 2, x, kernel_size, stride, padding, ceil_mode)
+
+
+def max_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False):
+    """Maximum over KD x KH x KW windows. x (N, C, D, H, W) -> (N, C, D_out, H_out, W_out)."""
+    return _pool("max", 3, x, kernel_size, stride, padding, ceil_mode)
+
+
+def avg_pool1d(x, kernel_size, stride=None, padding=0, ceil_mode=False, exclusive=True):
+    """Mean over windows of the last axis. x (N, C, L) -> (N, C, L_out).
+
+    With ``exclusive`` (Paddle's default) padded positions are not counted in the mean.
+    """
+    return _pool("avg", 1, x, kernel_size, stride, padding, ceil_mode, exclusive)
+
+
+def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, exclusive=True):
+    """Mean over KH x KW windows. x (N, C, H, W) -> (N, C, H_out, W_out).
+
+    With ``exclusive`` (Paddle's default) the mean is over the window's
+    positions inside the input; otherwise zero padding counts too (but never
+    the extra positions ``ceil_mode`` adds).
+    """
+    return _pool("avg", 2, x, kernel_size, stride, padding, ceil_mode, exclusive)
+
+
+def avg_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False, exclusive=True):
+    """Mean over KD x KH x KW windows. x (N, C, D, H, W) -> (N, C, D_out, H_out, W_out)."""
+    return _pool("avg", 3, x, kernel_size, stride, padding, ceil_mode, exclusive)
+
+
+def _adaptive_weights(size, out):
+    """(out, size) averaging matrix: row i averages [floor(i * size / out), ceil((i + 1) * size / out))."""
+    i = numpy.arange(out)
+    start, end = (i * size) // out, -(-((i + 1) * size) // out)
+    j = numpy.arange(size)
+    inside = (j >= start[:, None]) & (j < end[:, None])
+    return inside / (end - start)[:, None]
+
+
+def _adaptive_avg_pool(ndim, x, output_size):
+    op = f"adaptive_avg_pool{ndim}d"
+    _check_input(op, x, ndim)
+    out = per_dim(output_size, ndim, "output_size", op)
+    if min(out) < 1:
+        raise OpError(f"{op}: output_size {output_size!r} must be positive")
+    return AdaptiveAvgPoolNd.apply(x, weights=[_adaptive_weights(n, o) for n, o in zip(x.shape[2:], out)])
+
+
+def adaptive_avg_pool1d(x, output_size):
+    """Average pooling to a fixed length, with PyTorch's bins. x (N, C, L) -> (N, C, output_size).
+
+    Bin i covers [floor(i * L / out), ceil((i + 1) * L / out)).
+    """
+    return _adaptive_avg_pool(1, x, output_size)
+
+
+def adaptive_avg_pool2d(x, output_size):
+    """Average pooling to a fixed (H_out, W_out) (an int means square). x (N, C, H, W) -> (N, C, H_out, W_out).
+
+    Example: ``adaptive_avg_pool2d(x, 1)`` is global average pooling.
+    """
+    return _adaptive_avg_pool(2, x, output_size)
+
+
+def adaptive_avg_pool3d(x, output_size):
+    """Average pooling to a fixed (D_out, H_out, W_out). x (N, C, D, H, W) -> (N, C, D_out, H_out, W_out)."""
+    return _adaptive_avg_pool(3, x, output_size)

@@ -1,0 +1,80 @@
+"""Generic metrics: accumulate over batches, then ``compute()`` a dict of floats.
+
+A metric takes the Task's ``predict`` output dict and the batch; which keys it
+reads is a constructor argument, so the same metric serves every task.
+"""
+import numpy
+
+from ..registry import METRICS
+
+__all__ = ["Metric", "Accuracy", "MeanLoss", "to_numpy"]
+
+
+def to_numpy(value):
+    """A Tensor, CuPy or NumPy array (or list) as a NumPy array."""
+    if hasattr(value, "numpy"):
+        return value.numpy()
+    if hasattr(value, "get"):
+        return value.get()
+    return numpy.asarray(value)
+
+
+class Metric:
+    """Base class: ``reset()``, ``update(outputs, batch)``, ``compute() -> dict``."""
+
+    def reset(self):
+        raise NotImplementedError
+
+    def update(self, outputs, batch):
+        raise NotImplementedError
+
+    def compute(self):
+        raise NotImplementedError
+
+
+@METRICS.register()
+class Accuracy(Metric):
+    """Fraction of examples whose ``outputs[pred_key]`` equals ``batch[label_key]``.
+
+    Shapes: predictions (N,) int class ids, labels (N,).
+    """
+
+    def __init__(self, pred_key="pred", label_key="label", name="acc"):
+        self.pred_key, self.label_key, self.name = pred_key, label_key, name
+        self.reset()
+
+    def reset(self):
+        self.correct = 0
+        self.total = 0
+
+    def update(self, outputs, batch):
+        pred = to_numpy(outputs[self.pred_key]).reshape(-1)
+        label = to_numpy(batch[self.label_key]).reshape(-1)
+        if pred.shape != label.shape:
+            raise ValueError(f"Accuracy: {pred.size} predictions for {label.size} labels")
+        self.correct += int((pred == label).sum())
+        self.total += int(label.size)
+
+    def compute(self):
+        return {self.name: self.correct / max(self.total, 1)}
+
+
+@METRICS.register()
+class MeanLoss(Metric):
+    """Mean of ``outputs[key]`` (a per-example loss) over all examples seen."""
+
+    def __init__(self, key="loss", name="loss"):
+        self.key, self.name = key, name
+        self.reset()
+
+    def reset(self):
+        self.sum = 0.0
+        self.count = 0
+
+    def update(self, outputs, batch):
+        values = to_numpy(outputs[self.key]).reshape(-1)
+        self.sum += float(values.sum())
+        self.count += int(values.size)
+
+    def compute(self):
+        return {self.name: self.sum / max(self.count, 1)}

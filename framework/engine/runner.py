@@ -1,0 +1,195 @@
+"""Config -> objects -> Trainer: what ``oar train|eval|infer`` and ``tools/*.py`` run.
+
+A config has the sections ``task``, ``model``, ``data`` (``train``, ``eval``,
+``test`` datasets), ``optimizer``, ``lr``, ``train`` and ``metrics``. Every
+section builds through a registry, so its keys are checked against what the
+builder takes. The domain packages must be imported first (``zoo`` does it) so
+their names are registered.
+"""
+import fnmatch
+import os
+
+from .. import random as fw_random
+from ..config import ConfigError, SOURCE_KEY, check_keys, check_type, location
+from ..io import DataLoader
+from ..optimizer import ClipGradByGlobalNorm
+from ..registry import DATASETS, METRICS, MODELS, OPTIMIZERS, SCHEDULERS, TASKS
+from .checkpoint import load_checkpoint, restore_model
+from .trainer import Trainer, evaluate
+
+__all__ = ["TRAIN_DEFAULTS", "SECTIONS", "check_sections", "build_task", "build_dataset", "build_loader",
+           "build_scheduler", "build_optimizer", "default_output_dir", "train", "evaluate_config", "infer",
+           "load_weights"]
+
+SECTIONS = ("task", "model", "data", "optimizer", "lr", "train", "metrics")
+TRAIN_DEFAULTS = {
+    "epochs": 1, "max_steps": None, "batch_size": 32, "eval_batch_size": None, "eval_every": None,
+    "metric": None, "metric_mode": "max", "early_stop": None, "log_every": 10, "seed": 0,
+    "lr_step": "epoch", "grad_clip": None, "num_workers": 0, "worker_type": "thread", "prefetch": 2,
+    "shuffle": True, "drop_last": False,
+}
+_TRAIN_TYPES = {"epochs": int, "max_steps": int, "batch_size": int, "eval_batch_size": int, "eval_every": int,
+                "metric": str, "metric_mode": str, "early_stop": int, "log_every": int, "seed": int,
+                "lr_step": str, "grad_clip": float, "num_workers": int, "worker_type": str, "prefetch": int,
+                "shuffle": bool, "drop_last": bool}
+
+
+def check_sections(cfg):
+    """Unknown top-level sections or train keys are errors naming the key, the file and the closest key."""
+    check_keys({k: v for k, v in cfg.items() if k != SOURCE_KEY}, SECTIONS, cfg.get(SOURCE_KEY, "<config>"))
+    for section in ("task", "model"):
+        if section not in cfg:
+            raise ConfigError(f"{cfg.get(SOURCE_KEY, '<config>')}: missing section '{section}'")
+    train_cfg = cfg.get("train") or {}
+    check_keys(train_cfg, TRAIN_DEFAULTS, location(cfg, "train"))
+    for key, value in train_cfg.items():
+        if value is not None:
+            check_type(value, _TRAIN_TYPES[key], key, location(cfg, "train"))
+    return {**TRAIN_DEFAULTS, **train_cfg}
+
+
+def build_task(cfg):
+    """The task of ``cfg`` around the model of ``cfg`` (and the ``metrics`` list, when given)."""
+    model = MODELS.build(cfg["model"], where=location(cfg, "model"))
+    extra = {}
+    if cfg.get("metrics"):
+        extra["metrics"] = [METRICS.build(m, where=location(cfg, "metrics")) for m in cfg["metrics"]]
+    return TASKS.build(cfg["task"], where=location(cfg, "task"), model=model, **extra)
+
+
+def build_dataset(cfg, split):
+    """``data.<split>`` built through DATASETS, or None when the config has no such split."""
+    data = cfg.get("data") or {}
+    check_keys(data, ("train", "eval", "test"), location(cfg, "data"))
+    if not data.get(split):
+        return None
+    return DATASETS.build(data[split], where=location(cfg, f"data.{split}"))
+
+
+def build_loader(dataset, task, train_cfg, training):
+    """A DataLoader over ``dataset`` with the task's collate function and the train section's options."""
+    batch_size = train_cfg["batch_size"] if training else (train_cfg["eval_batch_size"] or train_cfg["batch_size"])
+    return DataLoader(dataset, batch_size=batch_size, shuffle=training and train_cfg["shuffle"],
+                      drop_last=training and train_cfg["drop_last"], num_workers=train_cfg["num_workers"],
+                      worker_type=train_cfg["worker_type"], prefetch=train_cfg["prefetch"],
+                      collate_fn=getattr(task, "collate_fn", None), seed=train_cfg["seed"])
+
+
+def build_scheduler(cfg):
+    """The ``lr`` section as an LRScheduler (None when absent).
+
+    Its ``learning_rate`` defaults to the optimizer's; a nested ``learning_rate:
+    {type: …}`` builds an inner schedule (e.g. LinearWarmup around a decay).
+    """
+    lr_cfg = cfg.get("lr")
+    if not lr_cfg:
+        return None
+    base = (cfg.get("optimizer") or {}).get("learning_rate", 0.001)
+
+    def build(section, where):
+        section = dict(section)
+        inner = section.get("learning_rate", base)
+        section["learning_rate"] = build(inner, where + ".learning_rate") if isinstance(inner, dict) else inner
+        return SCHEDULERS.build(section, where=where)
+
+    return build(lr_cfg, location(cfg, "lr"))
+
+
+def build_optimizer(cfg, model, scheduler, grad_clip=None):
+    """The ``optimizer`` section over ``model``'s parameters.
+
+    ``groups: [{params: "embedding.*", learning_rate: 5.0}, …]`` puts the
+    parameters whose names match the glob into a group with its own settings
+    (``learning_rate`` multiplies the base rate); the rest form the first group.
+    """
+    opt_cfg = dict(cfg.get("optimizer") or {"type": "Adam"})
+    groups_cfg = opt_cfg.pop("groups", None) or []
+    named = list(model.named_parameters())
+    taken, groups = set(), []
+    for i, group in enumerate(groups_cfg):
+        where = f"{location(cfg, 'optimizer')}.groups[{i}]"
+        if not isinstance(group, dict) or "params" not in group:
+            raise ConfigError(f"{where}: a group needs 'params' (a name glob)")
+        params = [p for name, p in named if fnmatch.fnmatch(name, group["params"]) and id(p) not in taken]
+        if not params:
+            raise ConfigError(f"{where}: no parameter name matches {group['params']!r} "
+                              f"(names look like {', '.join(n for n, _ in named[:3])})")
+        taken.update(id(p) for p in params)
+        groups.append({**{k: v for k, v in group.items() if k != "params"}, "params": params})
+    rest = [p for _, p in named if id(p) not in taken]
+    parameters = ([{"params": rest}] if rest else []) + groups if groups else rest
+    extra = {"parameters": parameters, "grad_clip": ClipGradByGlobalNorm(grad_clip) if grad_clip else None}
+    if scheduler is not None:
+        opt_cfg.pop("learning_rate", None)
+        extra["learning_rate"] = scheduler
+    return OPTIMIZERS.build(opt_cfg, where=location(cfg, "optimizer"), **extra)
+
+
+def default_output_dir(cfg):
+    """``outputs/<config file stem>``."""
+    stem = os.path.splitext(os.path.basename(cfg.get(SOURCE_KEY, "run")))[0]
+    return os.path.join("outputs", stem)
+
+
+def load_weights(model, path):
+    """Load the model weights of checkpoint ``path`` into ``model`` (errors name the keys)."""
+    restore_model(model, load_checkpoint(path), path)
+
+
+def train(cfg, output_dir=None, resume=None, device=None, seed=None, progress=True):
+    """Train from a resolved config; returns (trainer, summary).
+
+    ``resume`` is None, True (the last checkpoint in ``output_dir``) or a path.
+    """
+    train_cfg = check_sections(cfg)
+    if seed is not None:
+        train_cfg["seed"] = seed
+    fw_random.seed(train_cfg["seed"])
+    task = build_task(cfg)
+    if device:
+        task.model.to(device)
+    train_set, eval_set = build_dataset(cfg, "train"), build_dataset(cfg, "eval")
+    if train_set is None:
+        raise ConfigError(f"{location(cfg, 'data')}: training needs data.train")
+    train_loader = build_loader(train_set, task, train_cfg, training=True)
+    eval_loader = build_loader(eval_set, task, train_cfg, training=False) if eval_set is not None else None
+    scheduler = build_scheduler(cfg)
+    optimizer = build_optimizer(cfg, task.model, scheduler, train_cfg["grad_clip"])
+    output_dir = output_dir or default_output_dir(cfg)
+    trainer = Trainer(task, optimizer, train_loader, eval_loader, scheduler=scheduler, lr_step=train_cfg["lr_step"],
+                      epochs=train_cfg["epochs"], max_steps=train_cfg["max_steps"],
+                      eval_every=train_cfg["eval_every"], metric=train_cfg["metric"],
+                      metric_mode=train_cfg["metric_mode"], early_stop=train_cfg["early_stop"],
+                      output_dir=output_dir, log_every=train_cfg["log_every"], device=device,
+                      config=cfg, progress=progress)
+    if resume:
+        trainer.resume(None if resume is True else resume)
+    return trainer, trainer.fit()
+
+
+def evaluate_config(cfg, checkpoint, split="eval", device=None):
+    """Metrics of the checkpoint's weights on ``data.<split>``."""
+    train_cfg = check_sections(cfg)
+    task = build_task(cfg)
+    load_weights(task.model, checkpoint)
+    if device:
+        task.model.to(device)
+    dataset = build_dataset(cfg, split)
+    if dataset is None:
+        raise ConfigError(f"{location(cfg, 'data')}: no data.{split} to evaluate on")
+    return evaluate(task, build_loader(dataset, task, train_cfg, training=False), device)
+
+
+def infer(cfg, checkpoint, inputs, device=None, batch_size=None):
+    """Predictions (a list of plain dicts) of the checkpoint's weights on raw ``inputs``."""
+    train_cfg = check_sections(cfg)
+    task = build_task(cfg)
+    if checkpoint:
+        load_weights(task.model, checkpoint)
+    if device:
+        task.model.to(device)
+    size = batch_size or train_cfg["eval_batch_size"] or train_cfg["batch_size"]
+    results = []
+    for start in range(0, len(inputs), size):
+        results.extend(task.predict_raw(inputs[start:start + size], device))
+    return results

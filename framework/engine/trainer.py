@@ -1,0 +1,252 @@
+"""The Trainer: one training loop for every task.
+
+It knows nothing of NLP, vision or video: a Task gives it ``loss(batch)``,
+``predict(batch)`` and ``metrics()``. It runs epochs (or a step budget),
+evaluates every N steps, keeps the best checkpoint by a named metric and the
+last one, resumes exactly, stops early, stops on a NaN/inf loss, shows a
+progress line and writes every evaluation to ``metrics.jsonl``.
+"""
+import json
+import math
+import os
+import sys
+import time
+
+from .. import random as fw_random
+from ..tensor import no_grad
+from .checkpoint import save_checkpoint, load_checkpoint, restore_model, CheckpointError
+from .task import to_tensors, batch_size_of
+
+__all__ = ["Trainer", "TrainingError", "evaluate"]
+
+
+class TrainingError(RuntimeError):
+    """Training cannot go on (e.g. the loss became NaN or infinite)."""
+
+
+def evaluate(task, loader, device=None):
+    """Run ``task.predict`` over ``loader`` without gradients; returns the merged metric dict."""
+    metrics = task.metrics()
+    for metric in metrics:
+        metric.reset()
+    task.model.eval()
+    with no_grad():
+        for batch in loader:
+            tensors = to_tensors(batch, device)
+            outputs = task.predict(tensors)
+            for metric in metrics:
+                metric.update(outputs, batch)
+    result = {}
+    for metric in metrics:
+        result.update(metric.compute())
+    return result
+
+
+class _Progress:
+    """One status line: epoch, step, loss, learning rate and samples/s (to stderr)."""
+
+    def __init__(self, total_steps, every, stream=sys.stderr, enabled=True):
+        self.total, self.every, self.stream, self.enabled = total_steps, every, stream, enabled
+        self.tty = hasattr(stream, "isatty") and stream.isatty()
+        self.reset_window()
+
+    def reset_window(self):
+        self.window_start = time.perf_counter()
+        self.window_samples = 0
+
+    def update(self, epoch, epochs, step, loss, lr, samples):
+        self.window_samples += samples
+        if not self.enabled or step % self.every:
+            return
+        elapsed = max(time.perf_counter() - self.window_start, 1e-9)
+        total = f"/{self.total}" if self.total else ""
+        line = (f"epoch {epoch + 1}/{epochs} step {step}{total} loss {loss:.4f} lr {lr:.3g} "
+                f"{self.window_samples / elapsed:.1f} samples/s")
+        self.stream.write(("\r" + line) if self.tty else line + "\n")
+        self.stream.flush()
+        self.reset_window()
+
+    def message(self, text):
+        if self.enabled:
+            self.stream.write(("\n" if self.tty else "") + text + "\n")
+            self.stream.flush()
+
+
+class Trainer:
+    """Train a Task with an optimizer over a DataLoader.
+
+    Args:
+        task: a ``framework.engine.Task`` (``model``, ``loss``, ``predict``, ``metrics``).
+        optimizer: a ``framework.optimizer.Optimizer`` over the model's parameters.
+        train_loader: a ``framework.io.DataLoader`` (its ``state_dict`` gives the
+            position for exact resume).
+        eval_loader: optional loader for evaluation.
+        scheduler: optional ``framework.optimizer.lr.LRScheduler``, stepped every
+            epoch (``lr_step="epoch"``) or every step (``"step"``).
+        epochs / max_steps: stop after this many epochs, or steps (either may be None).
+        eval_every: evaluate every N steps; None evaluates at the end of each epoch.
+        metric / metric_mode: name of the metric that chooses ``best.npz`` and
+            its direction ("max" or "min"); default: the first metric computed.
+        early_stop: stop after this many evaluations without improvement.
+        output_dir: where ``last.npz``, ``best.npz`` and ``metrics.jsonl`` go (None: nothing written).
+        log_every: steps between progress lines. device: 'cpu' or 'gpu'.
+        config: the resolved config, stored inside checkpoints.
+    """
+
+    def __init__(self, task, optimizer, train_loader, eval_loader=None, scheduler=None, lr_step="epoch",
+                 epochs=1, max_steps=None, eval_every=None, metric=None, metric_mode="max", early_stop=None,
+                 output_dir=None, log_every=10, device=None, config=None, progress=True):
+        if lr_step not in ("epoch", "step"):
+            raise ValueError(f"Trainer: lr_step must be 'epoch' or 'step', got {lr_step!r}")
+        if metric_mode not in ("max", "min"):
+            raise ValueError(f"Trainer: metric_mode must be 'max' or 'min', got {metric_mode!r}")
+        if epochs is None and max_steps is None:
+            raise ValueError("Trainer: give epochs or max_steps")
+        self.task, self.optimizer, self.scheduler = task, optimizer, scheduler
+        self.train_loader, self.eval_loader = train_loader, eval_loader
+        self.lr_step, self.epochs, self.max_steps = lr_step, epochs, max_steps
+        self.eval_every, self.metric, self.metric_mode = eval_every, metric, metric_mode
+        self.early_stop, self.output_dir, self.device, self.config = early_stop, output_dir, device, config
+        steps_per_epoch = len(train_loader)
+        total = max_steps if max_steps is not None else steps_per_epoch * epochs
+        self.progress = _Progress(total, max(1, log_every), enabled=progress)
+        self.state = {"epoch": 0, "step": 0, "best": None, "best_step": -1, "bad_evals": 0, "last_loss": None}
+        self.history = []
+
+    # ---- paths ------------------------------------------------------------
+    def _path(self, name):
+        return None if self.output_dir is None else os.path.join(self.output_dir, name)
+
+    @property
+    def last_checkpoint(self):
+        path = self._path("last.npz")
+        return path if path and os.path.isfile(path) else None
+
+    # ---- checkpoints ------------------------------------------------------
+    def save(self, name):
+        """Write the full training state to ``output_dir/name``; returns the path."""
+        return save_checkpoint(self._path(name), self.task.model, self.optimizer, self.scheduler,
+                               rng=fw_random.get_rng_state(), loader=self.train_loader.state_dict(),
+                               trainer=self._trainer_state(), config=self.config)
+
+    def _trainer_state(self):
+        state = dict(self.state)
+        state["best"] = float("nan") if state["best"] is None else state["best"]
+        state["last_loss"] = float("nan") if state["last_loss"] is None else state["last_loss"]
+        return state
+
+    def resume(self, path=None):
+        """Restore model, optimizer, schedule, RNG, loader position and counters from a checkpoint.
+
+        ``path`` defaults to ``output_dir/last.npz``.
+        """
+        path = path or self._path("last.npz")
+        if path is None:
+            raise CheckpointError("resume: no checkpoint path and no output_dir")
+        state = load_checkpoint(path)
+        restore_model(self.task.model, state, path)
+        if "optimizer" in state:
+            self.optimizer.set_state_dict(state["optimizer"])
+        if self.scheduler is not None and "scheduler" in state:
+            self.scheduler.set_state_dict(state["scheduler"])
+        if "rng" in state:
+            fw_random.set_rng_state(state["rng"])
+        if "loader" in state:
+            self.train_loader.set_state_dict(state["loader"])
+            self.state["epoch"] = int(state["loader"]["epoch"])
+        saved = state.get("trainer", {})
+        for key in ("step", "best_step", "bad_evals"):
+            if key in saved:
+                self.state[key] = int(saved[key])
+        for key in ("best", "last_loss"):
+            if key in saved:
+                value = float(saved[key])
+                self.state[key] = None if math.isnan(value) else value
+        return path
+
+    # ---- the loop ---------------------------------------------------------
+    def fit(self):
+        """Train until the epoch/step budget or an early stop; returns a summary dict."""
+        model, state = self.task.model, self.state
+        epochs = self.epochs if self.epochs is not None else math.ceil(self.max_steps / len(self.train_loader))
+        stopped_early = False
+        while state["epoch"] < epochs and not self._budget_done():
+            model.train()
+            for batch in self.train_loader:
+                loss = self._train_step(batch)
+                state["step"] += 1
+                state["last_loss"] = loss
+                self.progress.update(state["epoch"], epochs, state["step"], loss, self.optimizer.get_lr(),
+                                     batch_size_of(batch))
+                if self.eval_every and state["step"] % self.eval_every == 0:
+                    stopped_early = self._evaluate_and_save()
+                    model.train()
+                if stopped_early or self._budget_done():
+                    break
+            else:  # the epoch ran to its end
+                state["epoch"] += 1
+                if self.scheduler is not None and self.lr_step == "epoch":
+                    self.scheduler.step()
+                if not self.eval_every:
+                    stopped_early = self._evaluate_and_save()
+                elif self.output_dir:
+                    self.save("last.npz")
+            if stopped_early:
+                break
+        if self.output_dir and not stopped_early:
+            self.save("last.npz")
+        return {"epoch": state["epoch"], "step": state["step"], "best": state["best"],
+                "best_step": state["best_step"], "stopped_early": stopped_early, "history": self.history}
+
+    def _budget_done(self):
+        return self.max_steps is not None and self.state["step"] >= self.max_steps
+
+    def _train_step(self, batch):
+        loss = self.task.loss(to_tensors(batch, self.device))
+        value = float(loss.item())
+        if not math.isfinite(value):
+            last = self.last_checkpoint or "none saved yet"
+            raise TrainingError(f"loss is {value} at step {self.state['step'] + 1} "
+                                f"(epoch {self.state['epoch'] + 1}); last good checkpoint: {last}")
+        self.optimizer.clear_grad()
+        loss.backward()
+        self.optimizer.step()
+        if self.scheduler is not None and self.lr_step == "step":
+            self.scheduler.step()
+        return value
+
+    def _evaluate_and_save(self):
+        """Evaluate, log, keep best/last checkpoints; True when early stopping triggers."""
+        state = self.state
+        record = {"epoch": state["epoch"], "step": state["step"], "train_loss": state["last_loss"],
+                  "lr": self.optimizer.get_lr(), "time": time.time()}
+        metrics = evaluate(self.task, self.eval_loader, self.device) if self.eval_loader is not None else {}
+        record.update(metrics)
+        self.history.append(record)
+        improved = False
+        if metrics:
+            name = self.metric or next(iter(metrics))
+            if name not in metrics:
+                raise TrainingError(f"metric {name!r} is not computed by the task; it computes {sorted(metrics)}")
+            value = metrics[name]
+            best = state["best"]
+            improved = best is None or (value > best if self.metric_mode == "max" else value < best)
+            if improved:
+                state["best"], state["best_step"], state["bad_evals"] = value, state["step"], 0
+            else:
+                state["bad_evals"] += 1
+            record["best"] = state["best"]
+        shown = " ".join(f"{k} {v:.4f}" for k, v in metrics.items())
+        self.progress.message(f"eval at step {state['step']}: {shown}" if shown else f"step {state['step']} done")
+        stop = bool(self.early_stop) and state["bad_evals"] >= self.early_stop
+        if self.output_dir:
+            os.makedirs(self.output_dir, exist_ok=True)
+            with open(self._path("metrics.jsonl"), "a") as f:
+                f.write(json.dumps(record) + "\n")
+            self.save("last.npz")
+            if improved:
+                self.save("best.npz")
+        if stop:
+            self.progress.message(f"early stop: no improvement of {self.metric or 'the metric'} "
+                                  f"in {state['bad_evals']} evaluations")
+        return stop

@@ -1,0 +1,106 @@
+"""Specs for framework/ops/rnn.py: dynamic_gru and dynamic_lstm on uneven lengths.
+
+References are per-sequence Python loops over each sequence's valid steps
+(reversed order for the reverse direction), written from Paddle's formulas.
+"""
+import numpy
+
+import framework.nn.functional as F
+from ..opspec import OpSpec
+
+N, T, D = 3, 5, 4
+LENGTHS = [5, 2, 4]
+
+
+def _sigmoid(v):
+    return 1.0 / (1.0 + numpy.exp(-v))
+
+
+def _steps(length, reverse):
+    return range(length - 1, -1, -1) if reverse else range(length)
+
+
+def gru_reference(x, lengths, weight, bias, h0, reverse, origin_mode):
+    """Per-sequence loop of Paddle's gru op (flat-buffer weight blocks)."""
+    n, num_steps, width = x.shape
+    d = width // 3
+    w_ur = weight.reshape(-1)[:2 * d * d].reshape(d, 2 * d)
+    w_c = weight.reshape(-1)[2 * d * d:].reshape(d, d)
+    hidden, last = numpy.zeros((n, num_steps, d)), numpy.zeros((n, d))
+    for i in range(n):
+        h = h0[i].copy()
+        for t in _steps(int(lengths[i]), reverse):
+            g = x[i, t] + bias.reshape(-1)
+            u = _sigmoid(g[:d] + h @ w_ur[:, :d])
+            r = _sigmoid(g[d:2 * d] + h @ w_ur[:, d:])
+            c = numpy.tanh(g[2 * d:] + (r * h) @ w_c)
+            h = u * h + (1 - u) * c if origin_mode else (1 - u) * h + u * c
+            hidden[i, t] = h
+        last[i] = h
+    return hidden, last
+
+
+def lstm_reference(x, lengths, weight, bias, h0, c0, reverse):
+    """Per-sequence loop of Paddle's lstm op, gate order [candidate | input | forget | output]."""
+    n, num_steps, width = x.shape
+    d = width // 4
+    hidden, last_h, last_c = numpy.zeros((n, num_steps, d)), numpy.zeros((n, d)), numpy.zeros((n, d))
+    for i in range(n):
+        h, c = h0[i].copy(), c0[i].copy()
+        for t in _steps(int(lengths[i]), reverse):
+            a = x[i, t] + bias.reshape(-1) + h @ weight
+            candidate, gate_i, gate_f, gate_o = (a[:d], a[d:2 * d], a[2 * d:3 * d], a[3 * d:])
+            c = _sigmoid(gate_f) * c + _sigmoid(gate_i) * numpy.tanh(candidate)
+            h = _sigmoid(gate_o) * numpy.tanh(c)
+            hidden[i, t] = h
+        last_h[i], last_c[i] = h, c
+    return hidden, last_h, last_c
+
+
+def _gru_inputs(lengths, bias_shape=(1, 3 * D)):
+    def make(rng):
+        return [rng.uniform(-1, 1, (N, T, 3 * D)), numpy.array(lengths, dtype=numpy.int64),
+                rng.uniform(-1, 1, (D, 3 * D)), rng.uniform(-0.5, 0.5, bias_shape), rng.uniform(-1, 1, (N, D))]
+    return make
+
+
+def _lstm_inputs(rng):
+    return [rng.uniform(-1, 1, (N, T, 4 * D)), numpy.array(LENGTHS, dtype=numpy.int64),
+            rng.uniform(-1, 1, (D, 4 * D)), rng.uniform(-0.5, 0.5, (1, 4 * D)),
+            rng.uniform(-1, 1, (N, D)), rng.uniform(-1, 1, (N, D))]
+
+
+def _gru_spec(reverse, origin_mode, lengths=LENGTHS, bias_shape=(1, 3 * D)):
+    return OpSpec(
+        "dynamic_gru",
+        lambda x, lengths, w, b, h0: F.dynamic_gru(x, lengths, w, b, h0, reverse=reverse, origin_mode=origin_mode),
+        _gru_inputs(lengths, bias_shape),
+        lambda x, lengths, w, b, h0: gru_reference(x, lengths, w, b, h0, reverse, origin_mode),
+        id=f"rnn.dynamic_gru[reverse={reverse},origin_mode={origin_mode},lengths={lengths}]")
+
+
+def _gru_defaults_spec():
+    """No lengths, bias or h0: full-length sequences from a zero state."""
+    def ref(x, w):
+        return gru_reference(x, [T] * N, w, numpy.zeros(3 * D), numpy.zeros((N, D)), False, False)
+    return OpSpec("dynamic_gru", lambda x, w: F.dynamic_gru(x, None, w),
+                  lambda rng: [rng.uniform(-1, 1, (N, T, 3 * D)), rng.uniform(-1, 1, (D, 3 * D))], ref,
+                  id="rnn.dynamic_gru[defaults]")
+
+
+def _lstm_spec(reverse):
+    return OpSpec(
+        "dynamic_lstm",
+        lambda x, lengths, w, b, h0, c0: F.dynamic_lstm(x, lengths, w, b, h0, c0, reverse=reverse),
+        _lstm_inputs,
+        lambda x, lengths, w, b, h0, c0: lstm_reference(x, lengths, w, b, h0, c0, reverse),
+        id=f"rnn.dynamic_lstm[reverse={reverse}]")
+
+
+SPECS = [_gru_spec(reverse, origin) for reverse in (False, True) for origin in (False, True)]
+SPECS += [
+    _gru_spec(True, False, lengths=[3, 0, 5], bias_shape=(3 * D,)),
+    _gru_defaults_spec(),
+    _lstm_spec(False),
+    _lstm_spec(True),
+]

@@ -1,0 +1,253 @@
+"""framework.io.DataLoader: order independent of workers, errors, shutdown, resume."""
+import multiprocessing
+import os
+import signal
+import threading
+import time
+
+import numpy
+import pytest
+
+from framework.io import (BucketBatchSampler, DataLoader, DataLoaderError, Dataset, IterableDataset,
+                          SequenceCollator, sample_rng)
+
+WORKERS = [(0, "thread"), (1, "thread"), (3, "thread"), (1, "process"), (3, "process")]
+
+
+class Numbers(Dataset):
+    """Sample i: {"index": i, "x": (2,) float32, "noise": a draw from sample_rng()}; optionally fails or sleeps."""
+
+    def __init__(self, n=23, fail_at=None, sleep=0.0, exit_at=None):
+        self.n, self.fail_at, self.sleep, self.exit_at = n, fail_at, sleep, exit_at
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if i == self.fail_at:
+            raise ValueError(f"corrupt record {i}")
+        if i == self.exit_at:
+            os._exit(3)
+        time.sleep(self.sleep)
+        return {"index": i, "x": numpy.full(2, i, dtype=numpy.float32), "noise": sample_rng().random()}
+
+
+class Sentences(Dataset):
+    def __init__(self, n=40):
+        self.lengths = numpy.random.default_rng(0).integers(1, 12, size=n)
+
+    def __len__(self):
+        return len(self.lengths)
+
+    def __getitem__(self, i):
+        return {"tokens": list(range(int(self.lengths[i]))), "label": int(i % 2)}
+
+
+class Stream(IterableDataset):
+    def __init__(self, n=10, fail_at=None):
+        self.n, self.fail_at = n, fail_at
+
+    def __iter__(self):
+        for i in range(self.n):
+            if i == self.fail_at:
+                raise OSError("stream broke")
+            yield {"index": i}
+
+    def __len__(self):
+        return self.n
+
+
+def _leftover_workers():
+    threads = [t for t in threading.enumerate() if t.name.startswith("DataLoader-") or "QueueFeeder" in t.name]
+    return threads + multiprocessing.active_children()
+
+
+def _indices(loader):
+    return [b["index"].tolist() for b in loader]
+
+
+@pytest.fixture(autouse=True)
+def no_leftovers():
+    yield
+    assert _leftover_workers() == []
+
+
+@pytest.mark.parametrize("num_workers, worker_type", WORKERS)
+def test_order_and_batches_do_not_depend_on_workers(num_workers, worker_type):
+    def two_epochs(num_workers, worker_type):
+        loader = DataLoader(Numbers(), batch_size=4, shuffle=True, seed=5, num_workers=num_workers,
+                            worker_type=worker_type)
+        return [[b["index"].tolist() + b["noise"].tolist() for b in loader] for _ in range(2)]
+
+    expected = two_epochs(0, "thread")
+    assert two_epochs(num_workers, worker_type) == expected
+    assert expected[0] != expected[1]
+    assert sorted(i for b in expected[0] for i in b[:len(b) // 2]) == list(range(23))
+
+
+def test_order_differs_across_seeds_and_not_shuffled_is_sequential():
+    assert _indices(DataLoader(Numbers(), 4, shuffle=True, seed=1)) != _indices(DataLoader(Numbers(), 4, shuffle=True))
+    assert _indices(DataLoader(Numbers(9), 4)) == [[0, 1, 2, 3], [4, 5, 6, 7], [8]]
+
+
+def test_batches_are_numpy_and_drop_last():
+    loader = DataLoader(Numbers(10), batch_size=4, drop_last=True)
+    batches = list(loader)
+    assert len(loader) == len(batches) == 2 and batches[0]["x"].shape == (4, 2)
+    assert batches[0]["x"].dtype == numpy.float32 and batches[0]["index"].dtype == numpy.int64
+
+
+@pytest.mark.parametrize("worker_type", ["thread", "process"])
+def test_batch_sampler_with_padding_collate(worker_type):
+    data = Sentences()
+    sampler = BucketBatchSampler(data.lengths, batch_size=8, bucket_size=16, seed=0)
+    loader = DataLoader(data, batch_sampler=sampler, collate_fn=SequenceCollator("tokens"), num_workers=2,
+                        worker_type=worker_type)
+    batches = list(loader)
+    assert len(batches) == len(loader) == 5
+    for batch in batches:
+        assert batch["tokens"].shape[1] == batch["tokens_lengths"].max()
+        numpy.testing.assert_array_equal((batch["tokens"] > 0).sum(1) + 1, batch["tokens_lengths"])
+
+
+@pytest.mark.parametrize("num_workers, worker_type", WORKERS)
+def test_sample_error_is_reraised_with_index(num_workers, worker_type):
+    loader = DataLoader(Numbers(fail_at=13), batch_size=4, num_workers=num_workers, worker_type=worker_type)
+    with pytest.raises(DataLoaderError) as info:
+        list(loader)
+    message = str(info.value)
+    assert "sample 13 raised ValueError: corrupt record 13" in message
+    assert (info.value.index, info.value.exc_type) == (13, "ValueError")
+
+
+@pytest.mark.parametrize("worker_type", ["thread", "process"])
+def test_collate_error_names_the_samples(worker_type):
+    def collate(samples):
+        raise TypeError("cannot batch")
+
+    if worker_type == "process" and multiprocessing.get_start_method(allow_none=True) not in (None, "fork"):
+        pytest.skip("a local collate_fn needs the fork start method")
+    loader = DataLoader(Numbers(6), batch_size=3, num_workers=2, worker_type=worker_type, collate_fn=collate)
+    with pytest.raises(DataLoaderError, match=r"collate_fn on samples \[0, 1, 2\] raised TypeError: cannot batch"):
+        next(iter(loader))
+
+
+def test_dead_worker_process_is_reported():
+    loader = DataLoader(Numbers(exit_at=5), batch_size=2, num_workers=2, worker_type="process")
+    with pytest.raises(DataLoaderError, match="stopped unexpectedly \\(exit code 3\\)"):
+        list(loader)
+
+
+def test_timeout():
+    loader = DataLoader(Numbers(4, sleep=5.0), batch_size=2, num_workers=1, worker_type="process", timeout=0.3)
+    start = time.monotonic()
+    with pytest.raises(DataLoaderError, match=r"timed out after 0.3 s waiting for batch 0 \(samples \[0, 1\]\)"):
+        list(loader)
+    assert time.monotonic() - start < 3
+
+
+@pytest.mark.parametrize("worker_type", ["thread", "process"])
+def test_early_break_and_deleted_iterator_shut_workers_down(worker_type):
+    loader = DataLoader(Numbers(200), batch_size=2, num_workers=3, worker_type=worker_type)
+    for i, _ in enumerate(loader):
+        if i == 2:
+            break
+    assert _leftover_workers() == []
+    iterator = iter(loader)
+    next(iterator)
+    assert _leftover_workers() != []
+    del iterator
+    assert _leftover_workers() == []
+
+
+@pytest.mark.parametrize("worker_type", ["thread", "process"])
+def test_keyboard_interrupt_in_the_loop_shuts_workers_down(worker_type):
+    loader = DataLoader(Numbers(100), batch_size=2, num_workers=2, worker_type=worker_type)
+    with pytest.raises(KeyboardInterrupt):
+        for _ in loader:
+            raise KeyboardInterrupt
+
+
+def test_ctrl_c_while_waiting_for_workers_does_not_hang():
+    loader = DataLoader(Numbers(8, sleep=10.0), batch_size=2, num_workers=2, worker_type="process")
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    start = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            list(loader)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - start < 5
+
+
+def test_prefetch_is_bounded():
+    seen = []
+
+    class Recorder(Numbers):
+        def __getitem__(self, i):
+            seen.append(i)
+            return super().__getitem__(i)
+
+    iterator = iter(DataLoader(Recorder(100), batch_size=1, num_workers=2, prefetch=2))
+    next(iterator)
+    time.sleep(0.2)
+    assert len(seen) <= 1 + 2 * 2
+    iterator.close()
+
+
+@pytest.mark.parametrize("num_workers, worker_type", [(0, "thread"), (2, "thread"), (2, "process")])
+def test_resume_mid_epoch_gives_the_following_batches(num_workers, worker_type):
+    def loader():
+        return DataLoader(Numbers(), batch_size=4, shuffle=True, seed=3, num_workers=num_workers,
+                          worker_type=worker_type)
+
+    reference = loader()
+    expected = [_indices(reference) for _ in range(2)]
+    first = loader()
+    for consumed, _ in enumerate(first, start=1):
+        if consumed == 4:
+            break
+    state = first.state_dict()
+    assert state == {"epoch": 0, "batches": 4}
+    resumed = loader()
+    resumed.set_state_dict(state)
+    assert _indices(resumed) == expected[0][4:]
+    assert _indices(resumed) == expected[1]
+
+
+def test_state_after_the_last_batch_points_to_the_next_epoch():
+    loader = DataLoader(Numbers(8), batch_size=4)
+    states = [loader.state_dict() for _ in loader]
+    assert states == [{"epoch": 0, "batches": 1}, {"epoch": 1, "batches": 0}]
+    loader.set_epoch(5)
+    assert loader.state_dict() == {"epoch": 5, "batches": 0}
+
+
+@pytest.mark.parametrize("num_workers, worker_type", [(0, "thread"), (2, "process")])
+def test_iterable_dataset_in_stream_order(num_workers, worker_type):
+    loader = DataLoader(Stream(10), batch_size=4, num_workers=num_workers, worker_type=worker_type)
+    assert _indices(loader) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]] and len(loader) == 3
+    loader.set_state_dict({"epoch": 1, "batches": 2})
+    assert _indices(loader) == [[8, 9]]
+    with pytest.raises(DataLoaderError, match="sample 6 raised OSError: stream broke"):
+        list(DataLoader(Stream(10, fail_at=6), batch_size=4, num_workers=num_workers, worker_type=worker_type))
+
+
+def test_spawn_workers_give_the_same_batches():
+    loader = DataLoader(Numbers(6), batch_size=2, shuffle=True, num_workers=2, worker_type="process",
+                        start_method="spawn")
+    assert _indices(loader) == _indices(DataLoader(Numbers(6), batch_size=2, shuffle=True))
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"num_workers": -1}, "num_workers"), ({"worker_type": "fiber"}, "worker_type"), ({"prefetch": 0}, "prefetch"),
+    ({"batch_sampler": [[0]], "shuffle": True}, "batch_sampler replaces"), ({"batch_size": 0}, "batch_size")])
+def test_bad_options(kwargs, words):
+    with pytest.raises(ValueError, match=words):
+        DataLoader(Numbers(4), **kwargs)
+
+
+def test_iterable_dataset_cannot_shuffle():
+    with pytest.raises(ValueError, match="stream order"):
+        DataLoader(Stream(), shuffle=True)

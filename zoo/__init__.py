@@ -1,0 +1,1 @@
+"""The model zoo: catalog, task API, the `oar` command, benchmarks, fetching."""

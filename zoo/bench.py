@@ -1,0 +1,74 @@
+"""Benchmarks that print one JSON object each (``oar bench NAME`` / ``tools/bench.py NAME``).
+
+Timings are medians over repeats after a warm-up; nothing here is asserted.
+"""
+import json
+import os
+import platform
+import statistics
+import time
+
+import numpy
+
+__all__ = ["SUITES", "run", "machine_info", "median_time"]
+
+
+def median_time(fn, repeat=5, warmup=1):
+    """Median wall time of ``fn()`` in seconds over ``repeat`` runs after ``warmup`` runs."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def machine_info():
+    """CPU model, core count, Python/NumPy versions and the BLAS NumPy uses."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    blas = "unknown"
+    try:
+        blas_info = numpy.show_config(mode="dicts").get("Build Dependencies", {}).get("blas", {})
+        blas = f"{blas_info.get('name', '?')} {blas_info.get('version', '')}".strip()
+    except Exception:  # older NumPy without mode="dicts"
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
+            "numpy": numpy.__version__, "blas": blas,
+            "threads_env": {k: os.environ[k] for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+                            if k in os.environ}}
+
+
+def _framework_suite(quick=False):
+    from framework import benchmarks
+    return benchmarks.run_all(quick=quick)
+
+
+def _data_suite(quick=False):
+    from framework.io import benchmarks
+    return benchmarks.run_all(quick=quick)
+
+
+SUITES = {"framework": _framework_suite, "data": _data_suite}
+
+
+def run(name, quick=False, out=None):
+    """Run suite ``name`` and print its JSON result (also written to ``out`` when given)."""
+    if name not in SUITES:
+        raise SystemExit(f"unknown benchmark {name!r}; known: {', '.join(sorted(SUITES))}")
+    result = {"benchmark": name, "machine": machine_info(), "results": SUITES[name](quick=quick)}
+    text = json.dumps(result, indent=2)
+    print(text)
+    if out:
+        with open(out, "w") as f:
+            f.write(text + "\n")
+    return result
