@@ -84,7 +84,8 @@ def build_scheduler(cfg):
     lr_cfg = cfg.get("lr")
     if not lr_cfg:
         return None
-    base = (cfg.get("optimizer") or {}).get("learning_rate", 0.001)
+    base = check_type((cfg.get("optimizer") or {}).get("learning_rate", 0.001), float, "learning_rate",
+                      location(cfg, "optimizer"))
 
     def build(section, where):
         section = dict(section)

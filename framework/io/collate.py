@@ -36,7 +36,8 @@ def _collate(values, path):
     if isinstance(first, tuple):
         fields = [_collate(_field(values, i, path), f"{path}[{i}]") for i in range(len(first))]
         return type(first)(*fields) if hasattr(first, "_fields") else tuple(fields)
-    if isinstance(first, (str, bytes)) or first is None or (isinstance(first, list) and not _is_numeric(first)):
+    if isinstance(first, (str, bytes)) or first is None or any(
+            isinstance(v, list) and not _is_numeric(v) for v in values):
         return list(values)
     return _stack(values, path)
 

@@ -79,21 +79,17 @@ class DataLoader:
         self.epoch, self._position = int(epoch), 0
 
     def state_dict(self):
-        """``{"epoch": e, "batches": b}``: the next batch yielded is batch ``b`` of epoch ``e``."""
-        epoch, position = self.epoch, self._position
-        if position and position == self._length_or_none():
-            epoch, position = epoch + 1, 0
-        return {"epoch": epoch, "batches": position}
+        """``{"epoch": e, "batches": b}``: ``b`` batches of epoch ``e`` have been yielded.
+
+        Taken after the last batch of an epoch but before the pass ends, it says
+        ``b == len(loader)``: resuming there runs an empty pass that closes epoch
+        ``e``, just as the uninterrupted loop would have.
+        """
+        return {"epoch": self.epoch, "batches": self._position}
 
     def set_state_dict(self, state):
         """Resume at a :meth:`state_dict`: the next batch is the one an uninterrupted run would yield."""
         self.epoch, self._position = int(state["epoch"]), int(state["batches"])
-
-    def _length_or_none(self):
-        try:
-            return len(self)
-        except TypeError:
-            return None
 
     def __iter__(self):
         epoch, start = self.epoch, self._position

@@ -34,8 +34,9 @@ def gru_forward(x, mask, w_ur, w_c, h0, origin_mode=False):
     """Run the recursion.
 
     Shapes: x (T, N, 3D), mask (T, N, 1) bool, w_ur (D, 2D), w_c (D, D), h0 (N, D).
-    Returns (states, cache): states (T+1, N, D) with states[0] = h0 and
-    states[t+1] the state after step t; cache holds what :func:`gru_backward` needs.
+    Returns (states, gates, reset_h): states (T+1, N, D) with states[0] = h0 and
+    states[t+1] the state after step t; gates (T, N, 3D), the activated
+    [u | r | c]; reset_h (T, N, D), r * h_prev; all kept for :func:`gru_backward`.
     """
     xp = backend.get_array_module(x)
     steps = _steps(xp)
@@ -43,8 +44,8 @@ def gru_forward(x, mask, w_ur, w_c, h0, origin_mode=False):
     d = width // 3
     states = xp.empty((num_steps + 1, n, d), dtype=x.dtype)
     states[0] = h0
-    gates = xp.empty_like(x)                               # activated [u | r | c]
-    reset_h = xp.empty((num_steps, n, d), dtype=x.dtype)   # r * h_prev, the input of the c GEMM
+    gates = xp.empty_like(x)
+    reset_h = xp.empty((num_steps, n, d), dtype=x.dtype)
     a_ur = xp.empty((n, 2 * d), dtype=x.dtype)
     a_c = xp.empty((n, d), dtype=x.dtype)
     for t in range(num_steps):
@@ -53,18 +54,17 @@ def gru_forward(x, mask, w_ur, w_c, h0, origin_mode=False):
         xp.matmul(reset_h[t], w_c, out=a_c)
         steps.candidate_state(x[t, :, 2 * d:], a_c, gates[t, :, :d], states[t], mask[t], origin_mode,
                               gates[t, :, 2 * d:], states[t + 1])
-    return states, (gates, reset_h, mask, origin_mode)
+    return states, gates, reset_h
 
 
-def gru_backward(cache, states, w_ur, w_c, grad_states, grad_last):
+def gru_backward(states, gates, reset_h, mask, w_ur, w_c, grad_states, grad_last, origin_mode=False):
     """Backpropagate through the recursion.
 
-    Shapes: states (T+1, N, D) from :func:`gru_forward`; grad_states (T, N, D),
-    the gradient w.r.t. states[1:] (zero on invalid steps); grad_last (N, D),
-    the gradient w.r.t. the final state states[T].
+    Shapes: states, gates, reset_h from :func:`gru_forward`; mask, w_ur, w_c as
+    given to it; grad_states (T, N, D), the gradient w.r.t. states[1:] (zero on
+    invalid steps); grad_last (N, D), the gradient w.r.t. the final state states[T].
     Returns (grad_x (T, N, 3D), grad_w_ur (D, 2D), grad_w_c (D, D), grad_h0 (N, D)).
     """
-    gates, reset_h, mask, origin_mode = cache
     xp = backend.get_array_module(gates)
     steps = _steps(xp)
     num_steps, n, width = gates.shape
@@ -74,8 +74,8 @@ def gru_backward(cache, states, w_ur, w_c, grad_states, grad_last):
     grad_reset_h = xp.empty((n, d), dtype=gates.dtype)
     grad_h_from_ur = xp.empty((n, d), dtype=gates.dtype)
     for t in range(num_steps - 1, -1, -1):
-        steps.candidate_state_grad(grad_h, grad_states[t], mask[t], gates[t, :, :d], gates[t, :, 2 * d:],
-                                   states[t], origin_mode, grad_x[t, :, :d], grad_x[t, :, 2 * d:], grad_h)
+        steps.candidate_state_grad(grad_states[t], mask[t], gates[t, :, :d], gates[t, :, 2 * d:], states[t],
+                                   origin_mode, grad_x[t, :, :d], grad_x[t, :, 2 * d:], grad_h)
         xp.matmul(grad_x[t, :, 2 * d:], w_c.T, out=grad_reset_h)
         steps.reset_grad(grad_reset_h, gates[t, :, d:2 * d], states[t], grad_x[t, :, d:2 * d], grad_h)
         xp.matmul(grad_x[t, :, :2 * d], w_ur.T, out=grad_h_from_ur)
@@ -117,11 +117,13 @@ def _candidate_state_numpy(x_c, a_c, u, h_prev, m, origin_mode, c, h):
     numpy.copyto(h, h_prev, where=~m)
 
 
-def _candidate_state_grad_numpy(grad_h, grad_out, m, u, c, h_prev, origin_mode, grad_xu, grad_xc, grad_h_prev):
-    """Pre-activation gradients of u and c; the part of dL/dh_prev that bypasses the GEMMs.
+def _candidate_state_grad_numpy(grad_out, m, u, c, h_prev, origin_mode, grad_xu, grad_xc, grad_h):
+    """Pre-activation gradients of u and c; updates grad_h in place.
 
-    g = grad_h + grad_out is dL/dh of this step; on valid steps (m) it flows
-    into the mix, on carried steps straight to h_prev. grad_h_prev may alias grad_h.
+    On entry grad_h is dL/d(state carried out of the step), so g = grad_h + grad_out
+    is dL/dh of this step; on valid steps (m) it flows into the mix, on carried
+    steps straight to h_prev. On exit grad_h is the part of dL/dh_prev that
+    bypasses the GEMMs.
     """
     g = grad_h + grad_out
     g_mix = g * m
@@ -129,22 +131,22 @@ def _candidate_state_grad_numpy(grad_h, grad_out, m, u, c, h_prev, origin_mode, 
     if origin_mode:
         numpy.multiply(g_mix, h_prev - c, out=grad_xu)
         numpy.multiply(g_mix, one_minus_u, out=grad_xc)
-        numpy.multiply(g_mix, u, out=grad_h_prev)
+        numpy.multiply(g_mix, u, out=grad_h)
     else:
         numpy.multiply(g_mix, c - h_prev, out=grad_xu)
         numpy.multiply(g_mix, u, out=grad_xc)
-        numpy.multiply(g_mix, one_minus_u, out=grad_h_prev)
-    grad_h_prev += g - g_mix
+        numpy.multiply(g_mix, one_minus_u, out=grad_h)
+    grad_h += g - g_mix
     grad_xu *= u
     grad_xu *= one_minus_u
     grad_xc *= 1 - c * c
 
 
-def _reset_grad_numpy(grad_reset_h, r, h_prev, grad_xr, grad_h_prev):
-    """Pre-activation gradient of r from dL/d(r * h_prev); adds its share to grad_h_prev."""
+def _reset_grad_numpy(grad_reset_h, r, h_prev, grad_xr, grad_h):
+    """Pre-activation gradient of r from dL/d(r * h_prev); adds its share of dL/dh_prev to grad_h."""
     numpy.multiply(grad_reset_h, h_prev, out=grad_xr)
     grad_xr *= r * (1 - r)
-    grad_h_prev += grad_reset_h * r
+    grad_h += grad_reset_h * r
 
 
 _NUMPY_STEPS = types.SimpleNamespace(update_reset=_update_reset_numpy,
@@ -156,6 +158,7 @@ _NUMPY_STEPS = types.SimpleNamespace(update_reset=_update_reset_numpy,
 # ---- CuPy -------------------------------------------------------------------
 # One thread per (n, j) of the (N, D) state; the [u | r | c] column blocks are
 # passed as strided views, which ElementwiseKernel reads and writes in place.
+# grad_h is an output that each thread reads before it writes it.
 
 _SIGMOID = "#define SIGMOID(v) (T(0.5) * tanh(T(0.5) * (v)) + T(0.5))\n"
 
@@ -177,12 +180,12 @@ _CANDIDATE_STATE_GRAD = """
     const T du = origin_mode ? g_mix * (h_prev - c) : g_mix * (c - h_prev);
     grad_xu = du * u * (T(1) - u);
     grad_xc = (origin_mode ? g_mix * (T(1) - u) : g_mix * u) * (T(1) - c * c);
-    grad_h_prev = (origin_mode ? g_mix * u : g_mix * (T(1) - u)) + (g - g_mix);
+    grad_h = (origin_mode ? g_mix * u : g_mix * (T(1) - u)) + (g - g_mix);
 """
 
 _RESET_GRAD = """
     grad_xr = grad_reset_h * h_prev * r * (T(1) - r);
-    grad_h_prev += grad_reset_h * r;
+    grad_h += grad_reset_h * r;
 """
 
 
@@ -197,10 +200,10 @@ def _cupy_steps():
         "T x_c, T a_c, T u, T h_prev, bool m, bool origin_mode", "T c, T h",
         _CANDIDATE_STATE, "oar_gru_candidate_state")
     candidate_state_grad = cupy.ElementwiseKernel(
-        "T grad_h, T grad_out, bool m, T u, T c, T h_prev, bool origin_mode", "T grad_xu, T grad_xc, T grad_h_prev",
+        "T grad_out, bool m, T u, T c, T h_prev, bool origin_mode", "T grad_xu, T grad_xc, T grad_h",
         _CANDIDATE_STATE_GRAD, "oar_gru_candidate_state_grad")
     reset_grad = cupy.ElementwiseKernel(
-        "T grad_reset_h, T r, T h_prev", "T grad_xr, T grad_h_prev",
+        "T grad_reset_h, T r, T h_prev", "T grad_xr, T grad_h",
         _RESET_GRAD, "oar_gru_reset_grad")
 
     def split(a, d):
@@ -213,8 +216,8 @@ def _cupy_steps():
     def candidate_state_cupy(x_c, a_c, u, h_prev, m, origin_mode, c, h):
         candidate_state(x_c, a_c, u, h_prev, m, bool(origin_mode), c, h)
 
-    def candidate_state_grad_cupy(grad_h, grad_out, m, u, c, h_prev, origin_mode, grad_xu, grad_xc, grad_h_prev):
-        candidate_state_grad(grad_h, grad_out, m, u, c, h_prev, bool(origin_mode), grad_xu, grad_xc, grad_h_prev)
+    def candidate_state_grad_cupy(grad_out, m, u, c, h_prev, origin_mode, grad_xu, grad_xc, grad_h):
+        candidate_state_grad(grad_out, m, u, c, h_prev, bool(origin_mode), grad_xu, grad_xc, grad_h)
 
     return types.SimpleNamespace(update_reset=update_reset_cupy,
                                  candidate_state=candidate_state_cupy,

@@ -64,8 +64,7 @@ def lstm_backward(hidden, cells, gates, mask, w, grad_hidden, grad_last_h, grad_
     grad_c = grad_last_c.copy()
     grad_h_from_gates = xp.empty_like(grad_h)
     for t in range(gates.shape[0] - 1, -1, -1):
-        steps.cell_grad(grad_h, grad_hidden[t], grad_c, mask[t], gates[t], cells[t], cells[t + 1],
-                        grad_x[t], grad_h, grad_c)
+        steps.cell_grad(grad_hidden[t], mask[t], gates[t], cells[t], cells[t + 1], grad_x[t], grad_h, grad_c)
         xp.matmul(grad_x[t], w.T, out=grad_h_from_gates)
         grad_h += grad_h_from_gates
     grad_w = xp.tensordot(hidden[:-1], grad_x, axes=([0, 1], [0, 1]))
@@ -97,12 +96,13 @@ def _cell_numpy(x_t, gates, h_prev, c_prev, m, h, c):
     numpy.copyto(h, h_prev, where=~m)
 
 
-def _cell_grad_numpy(grad_h, grad_out, grad_c, m, gates, c_prev, c, grad_x, grad_h_prev, grad_c_prev):
-    """Pre-activation gate gradients grad_x (N, 4D); the parts of dL/dh_prev, dL/dc_prev that bypass the GEMM.
+def _cell_grad_numpy(grad_out, m, gates, c_prev, c, grad_x, grad_h, grad_c):
+    """Pre-activation gate gradients grad_x (N, 4D); updates grad_h and grad_c in place.
 
-    grad_h + grad_out is dL/dh of this step and grad_c is dL/dc; on valid steps (m)
-    they flow into the cell, on carried steps straight to the previous states.
-    grad_h_prev and grad_c_prev may alias grad_h and grad_c.
+    On entry grad_h, grad_c are dL/d(states carried out of the step), so
+    grad_h + grad_out is dL/dh of this step; on valid steps (m) the gradients
+    flow into the cell, on carried steps straight to the previous states. On
+    exit they are the parts of dL/dh_prev, dL/dc_prev that bypass the GEMM.
     """
     d = c.shape[1]
     candidate, input_gate, forget_gate, output_gate = (gates[:, k * d:(k + 1) * d] for k in range(4))
@@ -117,9 +117,9 @@ def _cell_grad_numpy(grad_h, grad_out, grad_c, m, gates, c_prev, c, grad_x, grad
     numpy.multiply(g_c_cell, c_prev, out=grad_x[:, 2 * d:3 * d])             # dL/df
     grad_x[:, :d] *= 1 - candidate * candidate
     grad_x[:, d:] *= gates[:, d:] * (1 - gates[:, d:])
-    numpy.multiply(grad_c, ~m, out=grad_c_prev)
-    grad_c_prev += g_c_cell * forget_gate
-    numpy.multiply(g_h, ~m, out=grad_h_prev)
+    grad_c *= ~m
+    grad_c += g_c_cell * forget_gate
+    numpy.multiply(g_h, ~m, out=grad_h)
 
 
 _NUMPY_STEPS = types.SimpleNamespace(cell=_cell_numpy, cell_grad=_cell_grad_numpy)
@@ -127,7 +127,8 @@ _NUMPY_STEPS = types.SimpleNamespace(cell=_cell_numpy, cell_grad=_cell_grad_nump
 
 # ---- CuPy -------------------------------------------------------------------
 # One thread per (n, j) of the (N, D) state; the four gate blocks are passed as
-# strided views, which ElementwiseKernel reads and writes in place.
+# strided views, which ElementwiseKernel reads and writes in place. The
+# outputs a_* (holding h_prev @ w), grad_h and grad_c are read before they are written.
 
 _SIGMOID = "#define SIGMOID(v) (T(0.5) * tanh(T(0.5) * (v)) + T(0.5))\n"
 
@@ -149,8 +150,8 @@ _CELL_GRAD = """
     grad_xi = g_c_cell * cand * in_g * (T(1) - in_g);
     grad_xf = g_c_cell * c_prev * forget_g * (T(1) - forget_g);
     grad_xo = g_h_cell * tanh_c * out_g * (T(1) - out_g);
-    grad_c_prev = g_c_cell * forget_g + (m ? T(0) : grad_c);
-    grad_h_prev = m ? T(0) : g_h;
+    grad_c = g_c_cell * forget_g + (m ? T(0) : grad_c);
+    grad_h = m ? T(0) : g_h;
 """
 
 
@@ -162,8 +163,8 @@ def _cupy_steps():
         "T x_c, T x_i, T x_f, T x_o, T h_prev, T c_prev, bool m", "T a_c, T a_i, T a_f, T a_o, T h, T c",
         _CELL, "oar_lstm_cell", preamble=_SIGMOID)
     cell_grad = cupy.ElementwiseKernel(
-        "T grad_h, T grad_out, T grad_c, bool m, T cand, T in_g, T forget_g, T out_g, T c_prev, T c",
-        "T grad_xc, T grad_xi, T grad_xf, T grad_xo, T grad_h_prev, T grad_c_prev",
+        "T grad_out, bool m, T cand, T in_g, T forget_g, T out_g, T c_prev, T c",
+        "T grad_xc, T grad_xi, T grad_xf, T grad_xo, T grad_h, T grad_c",
         _CELL_GRAD, "oar_lstm_cell_grad")
 
     def blocks(a, d):
@@ -173,10 +174,9 @@ def _cupy_steps():
         d = h_prev.shape[1]
         cell(*blocks(x_t, d), h_prev, c_prev, m, *blocks(gates, d), h, c)
 
-    def cell_grad_cupy(grad_h, grad_out, grad_c, m, gates, c_prev, c, grad_x, grad_h_prev, grad_c_prev):
+    def cell_grad_cupy(grad_out, m, gates, c_prev, c, grad_x, grad_h, grad_c):
         d = c.shape[1]
-        cell_grad(grad_h, grad_out, grad_c, m, *blocks(gates, d), c_prev, c, *blocks(grad_x, d),
-                  grad_h_prev, grad_c_prev)
+        cell_grad(grad_out, m, *blocks(gates, d), c_prev, c, *blocks(grad_x, d), grad_h, grad_c)
 
     return types.SimpleNamespace(cell=cell_cupy, cell_grad=cell_grad_cupy)
 

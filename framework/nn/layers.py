@@ -64,8 +64,9 @@ class Embedding(Layer):
     Args:
         num_embeddings: size of the vocabulary.
         embedding_dim: size of each vector.
-        padding_idx: an id whose output (and gradient) is zero; negative counts
-            from the end, as in Paddle.
+        padding_idx: an id whose row starts at zero and gets no gradient, so its
+            output stays zero unless loaded weights say otherwise; negative
+            counts from the end, as in Paddle.
         sparse: accepted for Paddle compatibility; gradients are always dense.
         weight_attr: see the module docstring (XavierUniform by default, as Paddle).
 
@@ -82,6 +83,8 @@ class Embedding(Layer):
             padding_idx = int(padding_idx) % self.num_embeddings
         self.padding_idx, self.sparse = padding_idx, bool(sparse)
         self.weight = self.create_parameter([self.num_embeddings, self.embedding_dim], attr=weight_attr)
+        if padding_idx is not None:
+            self.weight.data[padding_idx] = 0
 
     def forward(self, x):
         return F.embedding(x, self.weight, padding_idx=self.padding_idx)

@@ -1,2 +1,108 @@
-"""(being written)"""
-__all__ = []
+"""Common layers' functions: dropout, embedding lookup, one_hot and sequence_mask."""
+import numpy
+
+from .. import backend
+from ..random import rng_for
+from ..tensor import Function, Tensor, OpError
+
+__all__ = ["dropout", "embedding", "one_hot", "sequence_mask"]
+
+_DROPOUT_MODES = ("upscale_in_train", "downscale_in_infer")
+
+
+class Dropout(Function):
+    """y = x * mask, where mask is ``scale`` with probability 1 - p and 0 otherwise."""
+
+    def forward(self, x):
+        keep = rng_for(self.xp).random(x.shape, dtype=numpy.float32) >= self.p
+        self.saved = keep * x.dtype.type(self.scale)
+        return x * self.saved
+
+    def backward(self, gy):
+        return gy * self.saved
+
+
+class Embedding(Function):
+    """y[..., :] = weight[ids[...], :]; the gradient of weight is scatter-added by id."""
+
+    def forward(self, ids, weight):
+        self.saved = ids, weight.shape
+        return weight[ids]
+
+    def backward(self, gy):
+        ids, shape = self.saved
+        gw = self.xp.zeros(shape, dtype=gy.dtype)
+        self.xp.add.at(gw, ids.reshape(-1), gy.reshape(-1, shape[1]))
+        if self.padding_idx is not None:
+            gw[self.padding_idx] = 0
+        return None, gw
+
+
+def dropout(x, p=0.5, training=True, mode="upscale_in_train"):
+    """Randomly zero elements with probability ``p``; the mask comes from ``framework.random``.
+
+    ``mode`` as in Paddle: "upscale_in_train" scales kept elements by 1 / (1 - p)
+    in training and is the identity in eval; "downscale_in_infer" keeps them
+    unscaled in training and multiplies by (1 - p) in eval.
+
+    Shapes: x (*) -> (*).
+    """
+    if not 0 <= p <= 1:
+        raise OpError(f"dropout: p must be in [0, 1], got {p}")
+    if mode not in _DROPOUT_MODES:
+        raise OpError(f"dropout: mode must be one of {_DROPOUT_MODES}, got {mode!r}")
+    if not training:
+        return x if mode == "upscale_in_train" else x * (1 - p)
+    if p == 0:
+        return x
+    scale = 1.0 if mode == "downscale_in_infer" else (0.0 if p == 1 else 1 / (1 - p))
+    return Dropout.apply(x, p=p, scale=scale)
+
+
+def _check_ids(op, ids, limit, what):
+    """Raise unless ``ids`` is an integer Tensor with every value in [0, limit)."""
+    if ids.dtype.kind not in "iu":
+        raise OpError(f"{op}: ids must be integers, got {ids.dtype} of shape {ids.shape}")
+    if not ids.size:
+        return
+    low, high = int(ids.data.min()), int(ids.data.max())
+    if low < 0 or high >= limit:
+        bad = high if high >= limit else low
+        raise OpError(f"{op}: id {bad} is out of range for {what} {limit} (ids of shape {ids.shape})")
+
+
+def embedding(x, weight, padding_idx=None):
+    """Look up rows of ``weight`` by integer id.
+
+    Rows of ``padding_idx`` (negative counts from the end) are returned as
+    stored but get no gradient. Shapes: x (*) integer ids, weight (V, D) -> (*, D).
+    """
+    if weight.ndim != 2:
+        raise OpError(f"embedding: weight must be (vocab, dim), got {weight.shape}")
+    vocab = weight.shape[0]
+    _check_ids("embedding", x, vocab, "vocab size")
+    if padding_idx is not None:
+        if not -vocab <= padding_idx < vocab:
+            raise OpError(f"embedding: padding_idx {padding_idx} is out of range for vocab size {vocab}")
+        padding_idx %= vocab
+    return Embedding.apply(x, weight, padding_idx=padding_idx)
+
+
+def one_hot(x, num_classes):
+    """One-hot float32 encoding of integer ids (not differentiable). Shapes: x (*) -> (*, num_classes)."""
+    _check_ids("one_hot", x, num_classes, "num_classes")
+    xp = backend.get_array_module(x.data)
+    return Tensor((x.data[..., None] == xp.arange(num_classes)).astype(numpy.float32))
+
+
+def sequence_mask(lengths, maxlen=None, dtype="bool"):
+    """mask[..., j] = j < lengths[...] (not differentiable).
+
+    Shapes: lengths (*) integers -> (*, maxlen); ``maxlen`` defaults to max(lengths).
+    """
+    if lengths.dtype.kind not in "iu":
+        raise OpError(f"sequence_mask: lengths must be integers, got {lengths.dtype} of shape {lengths.shape}")
+    xp = backend.get_array_module(lengths.data)
+    if maxlen is None:
+        maxlen = int(lengths.data.max()) if lengths.size else 0
+    return Tensor((xp.arange(maxlen) < lengths.data[..., None]).astype(dtype))

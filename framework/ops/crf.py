@@ -27,7 +27,7 @@ def _logsumexp(xp, a, axis):
 
 
 def _one_hot(xp, labels, valid, num_tags):
-    """(N, T, K) float 0/1 indicators of ``labels`` on valid positions."""
+    """(N, T, K) bool indicators of ``labels`` on valid positions."""
     return (labels[..., None] == xp.arange(num_tags)) & valid[..., None]
 
 

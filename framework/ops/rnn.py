@@ -123,22 +123,21 @@ class DynamicGRU(Function):
 
     def forward(self, x, weight, bias, h0):
         d = weight.shape[0]
-        self.sequence = seq = _Sequence(self.lengths, x.shape[1], self.reverse, x.dtype)
+        seq = _Sequence(self.lengths, x.shape[1], self.reverse, x.dtype)
         flat = weight.reshape(-1)
-        self.w_ur, self.w_c = flat[:2 * d * d].reshape(d, 2 * d), flat[2 * d * d:].reshape(d, d)
+        w_ur, w_c = flat[:2 * d * d].reshape(d, 2 * d), flat[2 * d * d:].reshape(d, d)
         x_tm = seq.to_time_major(x)
         x_tm += bias.reshape(1, 1, -1)
-        self.states, self.cache = gru_kernel.gru_forward(x_tm, seq.mask, self.w_ur, self.w_c, h0, self.origin_mode)
-        self.bias_shape = bias.shape
-        return seq.outputs(self.states[1:]), self.states[-1].copy()
+        states, gates, reset_h = gru_kernel.gru_forward(x_tm, seq.mask, w_ur, w_c, h0, self.origin_mode)
+        self.saved = seq, states, gates, reset_h, w_ur, w_c, bias.shape
+        return seq.outputs(states[1:]), states[-1].copy()
 
     def backward(self, grad_hidden, grad_last):
-        seq = self.sequence
-        grad_states = seq.output_grad(grad_hidden)
+        seq, states, gates, reset_h, w_ur, w_c, bias_shape = self.saved
         grad_x, grad_w_ur, grad_w_c, grad_h0 = gru_kernel.gru_backward(
-            self.cache, self.states, self.w_ur, self.w_c, grad_states, grad_last)
-        grad_weight = self.xp.concatenate([grad_w_ur.reshape(-1), grad_w_c.reshape(-1)]).reshape(self.w_c.shape[0], -1)
-        grad_bias = grad_x.sum(axis=(0, 1)).reshape(self.bias_shape)
+            states, gates, reset_h, seq.mask, w_ur, w_c, seq.output_grad(grad_hidden), grad_last, self.origin_mode)
+        grad_weight = self.xp.concatenate([grad_w_ur.reshape(-1), grad_w_c.reshape(-1)]).reshape(w_c.shape[0], -1)
+        grad_bias = grad_x.sum(axis=(0, 1)).reshape(bias_shape)
         return seq.to_batch_major(grad_x), grad_weight, grad_bias, grad_h0
 
 
@@ -146,20 +145,18 @@ class DynamicLSTM(Function):
     """LSTM over a padded batch; attributes ``lengths``, ``reverse``."""
 
     def forward(self, x, weight, bias, h0, c0):
-        self.sequence = seq = _Sequence(self.lengths, x.shape[1], self.reverse, x.dtype)
+        seq = _Sequence(self.lengths, x.shape[1], self.reverse, x.dtype)
         x_tm = seq.to_time_major(x)
         x_tm += bias.reshape(1, 1, -1)
-        self.weight = weight
-        self.hidden, self.cells, self.gates = lstm_kernel.lstm_forward(x_tm, seq.mask, weight, h0, c0)
-        self.bias_shape = bias.shape
-        return seq.outputs(self.hidden[1:]), self.hidden[-1].copy(), self.cells[-1].copy()
+        hidden, cells, gates = lstm_kernel.lstm_forward(x_tm, seq.mask, weight, h0, c0)
+        self.saved = seq, hidden, cells, gates, weight, bias.shape
+        return seq.outputs(hidden[1:]), hidden[-1].copy(), cells[-1].copy()
 
     def backward(self, grad_hidden, grad_last_h, grad_last_c):
-        seq = self.sequence
-        grad_states = seq.output_grad(grad_hidden)
+        seq, hidden, cells, gates, weight, bias_shape = self.saved
         grad_x, grad_weight, grad_h0, grad_c0 = lstm_kernel.lstm_backward(
-            self.hidden, self.cells, self.gates, seq.mask, self.weight, grad_states, grad_last_h, grad_last_c)
-        grad_bias = grad_x.sum(axis=(0, 1)).reshape(self.bias_shape)
+            hidden, cells, gates, seq.mask, weight, seq.output_grad(grad_hidden), grad_last_h, grad_last_c)
+        grad_bias = grad_x.sum(axis=(0, 1)).reshape(bias_shape)
         return seq.to_batch_major(grad_x), grad_weight, grad_bias, grad_h0, grad_c0
 
 
@@ -175,6 +172,9 @@ def dynamic_gru(x_proj, lengths, weight, bias=None, h0=None, reverse=False, orig
         c = tanh(g[:, 2D:] + (r * h_prev) @ W_c)
         h = (1 - u) * h_prev + u * c      (origin_mode=False, Paddle's default)
         h = u * h_prev + (1 - u) * c      (origin_mode=True)
+
+    sigmoid and tanh are the plain functions (Paddle's CPU kernels clip their
+    arguments; that changes no LAC tag).
 
     Args:
         x_proj: (N, T, 3D) float Tensor.

@@ -110,6 +110,17 @@ def test_bad_yaml_names_file_line_and_column(tmp_path):
     assert len(message.splitlines()) == 1
 
 
+def test_unreadable_path_is_one_clear_error(tmp_path):
+    (tmp_path / "dir.yaml").mkdir()
+    with pytest.raises(ConfigError, match="cannot read config file .*dir.yaml"):
+        load_config(tmp_path / "dir.yaml")
+
+
+def test_section_that_is_not_a_mapping(tmp_path):
+    with pytest.raises(ConfigError, match="exp.yaml, section 'model' must be a mapping of keys, got \\[1, 2\\]"):
+        check_keys([1, 2], ["hidden"], "exp.yaml, section 'model'")
+
+
 def test_top_level_must_be_a_mapping(tmp_path):
     path = _write(tmp_path, "list.yaml", "- 1\n- 2\n")
     with pytest.raises(ConfigError, match="mapping of sections.*got a list"):

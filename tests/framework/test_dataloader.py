@@ -216,10 +216,16 @@ def test_resume_mid_epoch_gives_the_following_batches(num_workers, worker_type):
     assert _indices(resumed) == expected[1]
 
 
-def test_state_after_the_last_batch_points_to_the_next_epoch():
-    loader = DataLoader(Numbers(8), batch_size=4)
+def test_state_at_the_end_of_an_epoch_resumes_into_the_next():
+    loader = DataLoader(Numbers(8), batch_size=4, shuffle=True)
     states = [loader.state_dict() for _ in loader]
-    assert states == [{"epoch": 0, "batches": 1}, {"epoch": 1, "batches": 0}]
+    assert states == [{"epoch": 0, "batches": 1}, {"epoch": 0, "batches": 2}]
+    assert loader.state_dict() == {"epoch": 1, "batches": 0}
+    following = _indices(loader)
+    resumed = DataLoader(Numbers(8), batch_size=4, shuffle=True)
+    resumed.set_state_dict(states[-1])
+    assert _indices(resumed) == [] and resumed.state_dict() == {"epoch": 1, "batches": 0}
+    assert _indices(resumed) == following
     loader.set_epoch(5)
     assert loader.state_dict() == {"epoch": 5, "batches": 0}
 

@@ -131,6 +131,12 @@ def test_default_collate_dicts_tuples_and_dtypes():
     numpy.testing.assert_array_equal(batch["ids"], [[0, 1], [1, 2], [2, 3], [3, 4]])
 
 
+def test_default_collate_keeps_lists_of_words_and_dicts_as_lists():
+    samples = [{"words": ["我们", "好"], "spans": []}, {"words": ["是"], "spans": [{"start": 0}]}]
+    batch = default_collate(samples)
+    assert batch == {"words": [["我们", "好"], ["是"]], "spans": [[], [{"start": 0}]]}
+
+
 def test_default_collate_keeps_namedtuples():
     Pair = collections.namedtuple("Pair", "a b")
     batch = default_collate([Pair(1, 2.0), Pair(3, 4.0)])

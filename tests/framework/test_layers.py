@@ -135,6 +135,8 @@ def test_embedding_and_padding_idx():
     assert out.shape == (2, 2, 4)
     numpy.testing.assert_array_equal(out.numpy()[0, 0], layer.weight.numpy()[1])
     assert not out.numpy()[0, 1].any()
+    out.sum().backward()
+    assert not layer.weight.grad.numpy()[9].any() and layer.weight.grad.numpy()[1].sum() == 8
     with pytest.raises(ValueError, match="padding_idx 10"):
         nn.Embedding(10, 4, padding_idx=10)
 
