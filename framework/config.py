@@ -23,7 +23,7 @@ import re
 
 import yaml
 
-__all__ = ["ConfigError", "load_config", "merge", "parse_overrides", "apply_overrides", "dump_config",
+__all__ = ["ConfigError", "SOURCE_KEY", "load_config", "merge", "parse_overrides", "apply_overrides", "dump_config",
            "check_keys", "check_type", "signature_keys", "location"]
 
 SOURCE_KEY = "_source_"
@@ -153,8 +153,9 @@ def _split_override(item):
 def apply_overrides(cfg, overrides):
     """Return ``cfg`` with the ``"a.b=value"`` strings in ``overrides`` applied.
 
-    Missing keys are created; a key path that runs through a non-dict value is
-    an error naming the override.
+    Missing keys are created; a mapping value merges into what is there, as a
+    config file's would; a key path that runs through a non-dict value is an
+    error naming the override.
     """
     for item in overrides:
         key, _ = _split_override(item)

@@ -87,9 +87,10 @@ def _flatten(obj, path, arrays, separator):
 
 
 def _unique_name(base, taken):
-    """``base``, or ``base#k`` when a key containing the separator made it collide."""
+    """``base``, or ``base#k`` when it collides with a taken or reserved name (a key
+    containing the separator can make two paths join to the same name)."""
     name, k = base, 1
-    while name in taken or name == MANIFEST_KEY:
+    while name in taken or name in (MANIFEST_KEY, "__metadata__"):
         name, k = f"{base}#{k}", k + 1
     return name
 

@@ -6,11 +6,12 @@ Two pipelines, both built from data generated here:
   float32 with OpenCV, from 480x640 JPEG bytes held in memory (skipped when
   OpenCV is not installed);
 - ``tokenize``: pure-Python tokenisation (greedy longest match against a
-  vocabulary) of 200-word lines, padded by :class:`SequenceCollator`.
+  vocabulary) of 512-word lines, padded by :class:`SequenceCollator`.
 
 ``run_all`` gives, per pipeline, one row per ``(worker_type, num_workers)``
 with samples/s and the speed-up over one worker of the same type (and the
-``num_workers=0`` baseline). OpenCV's own thread pool is set to one thread
+``num_workers=0`` baseline); each setting reads a number of samples
+proportional to its worker count. OpenCV's own thread pool is set to one thread
 while measuring, so that the scaling comes from the loader's workers.
 """
 import os
@@ -22,7 +23,7 @@ from .collate import SequenceCollator, default_collate
 from .dataset import Dataset
 from .loader import DataLoader
 
-__all__ = ["JpegDataset", "TokenizeDataset", "bench_loader", "run_all"]
+__all__ = ["JpegDataset", "TokenizeDataset", "Cycled", "bench_loader", "run_all"]
 
 _MEAN = numpy.array([0.485, 0.456, 0.406], dtype=numpy.float32) * 255
 _STD = numpy.array([0.229, 0.224, 0.225], dtype=numpy.float32) * 255
@@ -60,15 +61,17 @@ class JpegDataset(Dataset):
 class TokenizeDataset(Dataset):
     """``n`` samples ``{"ids": list of token ids, "label": int}`` tokenised in pure Python from generated text."""
 
-    def __init__(self, n, words_per_line=200, seed=0):
+    def __init__(self, n, words_per_line=512, seed=0):
         rng = numpy.random.default_rng(seed)
-        letters = numpy.array(list("abcdefghijklmnopqrstuvwxyz"))
-        pieces = {"".join(rng.choice(letters, size=k)) for k in (2, 3, 4, 5) for _ in range(800)}
+        letters = "abcdefghijklmnopqrstuvwxyz"
+        pieces = {_random_word(rng, letters, k) for k in (2, 3, 4, 5) for _ in range(800)}
         self.vocab = {piece: i + len(letters) for i, piece in enumerate(sorted(pieces))}
         self.vocab.update({c: i for i, c in enumerate(letters)})
         self.max_piece = 5
-        lengths = rng.integers(3, 12, size=(n, words_per_line))
-        self.lines = [" ".join("".join(rng.choice(letters, size=k)) for k in row) for row in lengths]
+        ends = numpy.cumsum(rng.integers(3, 12, size=n * words_per_line))
+        text = "".join(rng.choice(list(letters), size=int(ends[-1])))
+        words = [text[a:b] for a, b in zip(numpy.concatenate([[0], ends[:-1]]).tolist(), ends.tolist())]
+        self.lines = [" ".join(words[i:i + words_per_line]) for i in range(0, len(words), words_per_line)]
 
     def __len__(self):
         return len(self.lines)
@@ -87,34 +90,52 @@ class TokenizeDataset(Dataset):
         return {"ids": ids, "label": i % 2}
 
 
-def bench_loader(dataset, collate_fn=None, workers=(1, 2, 4), worker_types=("thread", "process"), batch_size=32,
-                 repeat=1):
-    """Samples/s of one full epoch (median of ``repeat``) for ``num_workers=0`` and each worker setting.
+def _random_word(rng, letters, length):
+    return "".join(letters[i] for i in rng.integers(0, len(letters), size=length))
 
-    Returns rows ``{"worker_type", "num_workers", "samples_per_s", "speedup"}``;
-    ``speedup`` is relative to one worker of the same type (to the main thread for 0).
+
+class Cycled(Dataset):
+    """The first ``n`` samples of ``dataset`` repeated endlessly: sample ``i`` is ``dataset[i % len(dataset)]``."""
+
+    def __init__(self, dataset, n):
+        self.dataset, self.n = dataset, n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return self.dataset[i % len(self.dataset)]
+
+
+def bench_loader(dataset, collate_fn=None, workers=(1, 2, 4), worker_types=("thread", "process"), batch_size=32,
+                 samples_per_worker=384, repeat=3):
+    """Samples/s (median of ``repeat`` epochs) for ``num_workers=0`` and each ``(worker_type, num_workers)``.
+
+    Each epoch reads ``samples_per_worker * max(1, num_workers)`` samples
+    (``dataset`` cycled), so every run lasts about as long and the start-up of
+    the workers is included but amortised. Returns rows ``{"worker_type",
+    "num_workers", "samples_per_s", "speedup"}``; ``speedup`` is relative to one
+    worker of the same type (to the main thread for 0).
     """
     settings = [("main", 0)] + [(kind, w) for kind in worker_types for w in workers]
     rows = []
     for kind, num_workers in settings:
-        loader = DataLoader(dataset, batch_size=batch_size, num_workers=num_workers,
+        data = Cycled(dataset, samples_per_worker * max(1, num_workers))
+        loader = DataLoader(data, batch_size=batch_size, num_workers=num_workers,
                             worker_type="thread" if kind == "main" else kind, collate_fn=collate_fn)
-        rate = len(dataset) / _median_epoch_time(loader, repeat)
-        rows.append({"worker_type": kind, "num_workers": num_workers, "samples_per_s": round(rate, 1)})
+        rate = numpy.median([len(data) / _epoch_seconds(loader) for _ in range(repeat)])
+        rows.append({"worker_type": kind, "num_workers": num_workers, "samples_per_s": round(float(rate), 1)})
     for row in rows:
         one = next(r for r in rows if r["worker_type"] == row["worker_type"] and r["num_workers"] <= 1)
         row["speedup"] = round(row["samples_per_s"] / one["samples_per_s"], 2)
     return rows
 
 
-def _median_epoch_time(loader, repeat):
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in loader:
-            pass
-        times.append(time.perf_counter() - start)
-    return float(numpy.median(times))
+def _epoch_seconds(loader):
+    start = time.perf_counter()
+    for _ in loader:
+        pass
+    return time.perf_counter() - start
 
 
 def _worker_counts(quick):
@@ -124,10 +145,10 @@ def _worker_counts(quick):
 
 
 def run_all(quick=False):
-    """Both pipelines for worker counts 1, 2, 4 and the core count (1, 2 and tiny data when ``quick``)."""
+    """Both pipelines for worker counts 1, 2, 4 and the core count (1, 2 and few samples when ``quick``)."""
     workers = _worker_counts(quick)
-    results = {"cores": os.cpu_count(), "workers": list(workers)}
-    n_images, n_lines = (64, 64) if quick else (768, 768)
+    per_worker, repeat = (32, 1) if quick else (384, 3)
+    results = {"cores": os.cpu_count(), "workers": list(workers), "samples_per_worker": per_worker}
     try:
         import cv2
     except ImportError:
@@ -136,8 +157,10 @@ def run_all(quick=False):
         cv2_threads = cv2.getNumThreads()
         cv2.setNumThreads(1)
         try:
-            results["image"] = bench_loader(JpegDataset(n_images), default_collate, workers)
+            results["image"] = bench_loader(JpegDataset(16), default_collate, workers, samples_per_worker=per_worker,
+                                            repeat=repeat)
         finally:
             cv2.setNumThreads(cv2_threads)
-    results["tokenize"] = bench_loader(TokenizeDataset(n_lines), SequenceCollator("ids"), workers)
+    results["tokenize"] = bench_loader(TokenizeDataset(256), SequenceCollator("ids"), workers,
+                                       samples_per_worker=per_worker, repeat=repeat)
     return results

@@ -1,4 +1,4 @@
-"""im2col / col2im for N-d convolution and pooling, on NumPy and on CuPy.
+"""im2col / col2im for N-d convolution, and the per-offset window helpers pooling uses.
 
 Column layout (shared by both versions): for x of shape (N, C, *size), a kernel
 of shape ``kernel`` and output spatial shape ``out``, the columns are
@@ -13,9 +13,14 @@ so a grouped convolution sees its groups as contiguous row blocks, and
 position it was read from. ``padding`` is one (before, after) pair per spatial
 dimension; padded positions read as ``pad_value``.
 
-On NumPy, temporaries that never leave a kernel live in per-thread scratch
-buffers (:func:`scratch`) that are reused from call to call: fresh multi-MB
-arrays cost page faults that are a large share of a convolution on a CPU.
+:func:`im2col` and :func:`col2im` have a NumPy version and a CuPy
+``ElementwiseKernel`` version, picked by the array's module. :func:`windows`
+and :func:`add_windows` are the same pair one kernel offset at a time (one
+strided view per offset, and its adjoint), written once against ``xp``;
+pooling uses them directly. On NumPy, temporaries that never leave a kernel
+live in per-thread scratch buffers (:func:`scratch`) reused from call to call:
+fresh multi-MB arrays cost page faults that are a large share of a
+convolution on a CPU.
 """
 import functools
 import math
@@ -26,7 +31,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from .. import backend
 
-__all__ = ["im2col", "col2im", "col2im_matmul", "scratch"]
+__all__ = ["im2col", "col2im", "col2im_matmul", "pad", "windows", "add_windows", "scratch"]
 
 _scratch = threading.local()
 
@@ -49,12 +54,27 @@ def scratch(xp, name, shape, dtype):
     return buffer[:nbytes].view(dtype).reshape(shape)
 
 
-def im2col(x, kernel, stride, padding, dilation, out, pad_value=0):
-    """Columns of ``x`` (N, C, *size) -> (C * prod(kernel), N * prod(out)); see the module docstring."""
+def im2col(x, kernel, stride, padding, dilation, out, pad_value=0, into=None):
+    """Columns of ``x`` (N, C, *size) -> (C * prod(kernel), N * prod(out)); see the module docstring.
+
+    ``into``: an optional C-contiguous array of that shape to write the columns to.
+    """
     xp = backend.get_array_module(x)
-    if xp is numpy:
-        return _im2col_numpy(x, kernel, stride, padding, dilation, out, pad_value)
-    return _im2col_cupy(xp, x, kernel, stride, padding, dilation, out, pad_value)
+    n, c = x.shape[:2]
+    shape = (c * math.prod(kernel), n * math.prod(out))
+    cols = xp.empty(shape, dtype=x.dtype) if into is None else into
+    if xp is not numpy:
+        _im2col_cupy(xp.ascontiguousarray(x), kernel, stride, padding, dilation, out, pad_value, cols)
+        return cols
+    x = pad(x, padding, pad_value)
+    batch_stride, channel_stride, *spatial = x.strides
+    strided = as_strided(
+        x, shape=(c, *kernel, n, *out),
+        strides=(channel_stride, *(s * d for s, d in zip(spatial, dilation)),
+                 batch_stride, *(s * st for s, st in zip(spatial, stride))),
+        writeable=False)
+    numpy.copyto(cols.reshape(strided.shape), strided)
+    return cols
 
 
 def col2im(cols, x_shape, kernel, stride, padding, dilation, out):
@@ -64,8 +84,8 @@ def col2im(cols, x_shape, kernel, stride, padding, dilation, out):
         return _col2im_cupy(xp, cols, x_shape, kernel, stride, padding, dilation, out)
     n, c = x_shape[:2]
     blocks = cols.reshape(c, -1, n, *out)
-    return _scatter_blocks(lambda index: blocks[:, index], cols.dtype, x_shape, kernel, stride, padding,
-                           dilation, out)
+    return _fold_channels_first(lambda index: blocks[:, index], cols.dtype, x_shape, kernel, stride, padding,
+                                dilation, out)
 
 
 def col2im_matmul(w_t, gy, x_shape, kernel, stride, padding, dilation, out):
@@ -87,28 +107,58 @@ def col2im_matmul(w_t, gy, x_shape, kernel, stride, padding, dilation, out):
     def product(index):
         return numpy.matmul(per_offset[:, :, index], gy, out=block).reshape(c, n, *out)
 
-    return _scatter_blocks(product, gy.dtype, x_shape, kernel, stride, padding, dilation, out)
+    return _fold_channels_first(product, gy.dtype, x_shape, kernel, stride, padding, dilation, out)
 
 
-# ---- NumPy ------------------------------------------------------------------
+def _fold_channels_first(block, dtype, x_shape, kernel, stride, padding, dilation, out):
+    """Sum ``block(i)`` (C, N, *out), the columns of the i-th kernel offset, back onto a new (N, C, *size)."""
+    n, c, *size = x_shape
+    dx = scratch(numpy, "col2im_sum", (c, n, *size), dtype)
+    dx.fill(0)
+    add_windows(dx, block, kernel, stride, padding, dilation, out)
+    return dx.swapaxes(0, 1).copy()
 
-def _im2col_numpy(x, kernel, stride, padding, dilation, out, pad_value):
-    """Strided windows over the padded input, materialised by a single copy."""
-    if any(lo or hi for lo, hi in padding):
-        padded = scratch(numpy, "im2col_pad", x.shape[:2] + tuple(
-            s + lo + hi for s, (lo, hi) in zip(x.shape[2:], padding)), x.dtype)
-        padded.fill(pad_value)
-        padded[(slice(None), slice(None)) + tuple(slice(lo, lo + s) for s, (lo, _) in
-                                                  zip(x.shape[2:], padding))] = x
-        x = padded
-    n, c = x.shape[:2]
-    batch_stride, channel_stride, *spatial = x.strides
-    windows = as_strided(
-        x, shape=(c, *kernel, n, *out),
-        strides=(channel_stride, *(s * d for s, d in zip(spatial, dilation)),
-                 batch_stride, *(s * st for s, st in zip(spatial, stride))),
-        writeable=False)
-    return windows.copy().reshape(c * math.prod(kernel), n * math.prod(out))
+
+# ---- Window helpers, written against xp (NumPy and CuPy) ---------------------
+
+def pad(x, padding, value):
+    """``x`` (N, C, *size) with ``padding`` ((before, after) per spatial dim) of ``value``.
+
+    Returns ``x`` itself when there is no padding, else a :func:`scratch` array.
+    """
+    if not any(lo or hi for lo, hi in padding):
+        return x
+    xp = backend.get_array_module(x)
+    padded = scratch(xp, "pad", x.shape[:2] + tuple(n + lo + hi for n, (lo, hi) in zip(x.shape[2:], padding)),
+                     x.dtype)
+    padded.fill(value)
+    padded[(slice(None), slice(None)) + tuple(slice(lo, lo + n) for n, (lo, _) in zip(x.shape[2:], padding))] = x
+    return padded
+
+
+def windows(padded, kernel, stride, dilation, out):
+    """One strided view (N, C, *out) of ``padded`` per kernel offset (in ``numpy.ndindex`` order):
+    view_i[n, c, o] = padded[n, c, o * stride + offset_i * dilation]."""
+    for offset in numpy.ndindex(*kernel):
+        yield padded[(slice(None), slice(None)) + tuple(
+            slice(k * d, k * d + s * (o - 1) + 1, s) for k, d, s, o in zip(offset, dilation, stride, out))]
+
+
+def add_windows(into, block, kernel, stride, padding, dilation, out):
+    """The adjoint of :func:`windows` on the unpadded input, accumulated in place.
+
+    For every kernel offset i, ``into[:, :, p] += block(i)[:, :, o]`` wherever
+    output o reads unpadded input position p. Shapes: into (A, B, *size),
+    block(i) (A, B, *out); ``padding`` gives the (before, after) pairs.
+    """
+    size = into.shape[2:]
+    everything = (slice(None), slice(None))
+    for index, offset in enumerate(numpy.ndindex(*kernel)):
+        spans = [_overlap(*args) for args in zip(offset, dilation, stride, (lo for lo, _ in padding), size, out)]
+        if None in spans:
+            continue
+        inputs, outputs = zip(*spans)
+        into[everything + inputs] += block(index)[everything + outputs]
 
 
 def _overlap(offset, dilation, stride, before, size, out):
@@ -120,24 +170,6 @@ def _overlap(offset, dilation, stride, before, size, out):
     if stop <= first:
         return None
     return slice(start + first * stride, start + (stop - 1) * stride + 1, stride), slice(first, stop)
-
-
-def _scatter_blocks(block, dtype, x_shape, kernel, stride, padding, dilation, out):
-    """Sum ``block(i)`` (C, N, *out), the columns of the i-th kernel offset, back onto the input.
-
-    One strided add per kernel offset, clipped to the unpadded input; returns a new (N, C, *size).
-    """
-    n, c, *size = x_shape
-    dx = scratch(numpy, "col2im_sum", (c, n, *size), dtype)
-    dx.fill(0)
-    everything = (slice(None), slice(None))
-    for index, offset in enumerate(numpy.ndindex(*kernel)):
-        spans = [_overlap(*args) for args in zip(offset, dilation, stride, (lo for lo, _ in padding), size, out)]
-        if None in spans:
-            continue
-        inputs, outputs = zip(*spans)
-        dx[everything + inputs] += block(index)[everything + outputs]
-    return dx.swapaxes(0, 1).copy()
 
 
 # ---- CuPy -------------------------------------------------------------------
@@ -213,14 +245,11 @@ def _as_3d(size, kernel, stride, padding, dilation, out):
             *zeros, *(lo for lo, _ in padding), *ones, *dilation)
 
 
-def _im2col_cupy(cupy, x, kernel, stride, padding, dilation, out, pad_value):
+def _im2col_cupy(x, kernel, stride, padding, dilation, out, pad_value, cols):
     """One thread per column entry; padded positions are never materialised."""
     n, c, *size = x.shape
-    cols = cupy.empty((c * math.prod(kernel), n * math.prod(out)), dtype=x.dtype)
-    x = cupy.ascontiguousarray(x)
     im2col_kernel, _ = _cupy_kernels()
     im2col_kernel(x, n, c, *_as_3d(size, kernel, stride, padding, dilation, out), x.dtype.type(pad_value), cols)
-    return cols
 
 
 def _col2im_cupy(cupy, cols, x_shape, kernel, stride, padding, dilation, out):

@@ -5,6 +5,8 @@ One N-d implementation: the input is unfolded into columns by
 forward pass and the weight gradient are single GEMMs (batched over groups when
 groups > 1) and the input gradient is ``col2im(weight.T @ grad)``.
 """
+import math
+
 import numpy
 
 from ..kernels.im2col import im2col, col2im_matmul, scratch
@@ -18,21 +20,23 @@ class ConvNd(Function):
 
     def forward(self, x, w, b=None):
         n, groups, out_channels = x.shape[0], self.groups, w.shape[0]
-        cols = im2col(x, self.kernel, self.stride, self.padding, self.dilation, self.out)
-        width = cols.shape[1]
+        width = n * math.prod(self.out)
+        keep = len(self.needs_input_grad) > 1 and self.needs_input_grad[1]  # only the weight gradient needs cols
+        into = None if keep else scratch(self.xp, "conv_cols", (x.shape[1] * math.prod(self.kernel), width),
+                                                 x.dtype)
+        cols = im2col(x, self.kernel, self.stride, self.padding, self.dilation, self.out, into=into)
         y = scratch(self.xp, "conv_out", (groups, out_channels // groups, width), x.dtype)
         self.xp.matmul(w.reshape(groups, out_channels // groups, -1), cols.reshape(groups, -1, width), out=y)
         y = y.reshape(out_channels, n, -1)
         if b is not None:
             y += b.reshape(-1, 1, 1)
-        self.saved = cols, w, x.shape
+        self.saved = (cols if keep else None), w, x.shape
         return y.swapaxes(0, 1).copy().reshape(n, out_channels, *self.out)
 
     def backward(self, gy):
         cols, w, x_shape = self.saved
         xp, groups, out_channels = self.xp, self.groups, w.shape[0]
-        gy_rows = scratch(xp, "conv_grad_rows", (out_channels, gy.shape[0], cols.shape[1] // gy.shape[0]),
-                          gy.dtype)
+        gy_rows = scratch(xp, "conv_grad_rows", (out_channels, gy.shape[0], math.prod(self.out)), gy.dtype)
         gy_rows[...] = gy.reshape(gy.shape[0], out_channels, -1).swapaxes(0, 1)
         gy_rows = gy_rows.reshape(groups, out_channels // groups, -1)
         gx = gw = None

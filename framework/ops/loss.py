@@ -239,11 +239,20 @@ def nll_loss(log_probs, label, weight=None, ignore_index=-100, reduction="mean")
     return NllLoss.apply(log_probs, q=q, axis=axis, reduction=reduction, denom=denom)
 
 
-def _elementwise_inputs(op, x, y, reduction):
+def _elementwise_inputs(op, reduction, **tensors):
+    """Raise unless the named tensors are floats of one shape and dtype."""
     _check_reduction(op, reduction)
-    if x.shape != y.shape or x.dtype != y.dtype or x.dtype.kind != "f":
-        raise OpError(f"{op}: input and label must be float tensors of one shape and dtype, "
-                      f"got {x.dtype} {x.shape} and {y.dtype} {y.shape}")
+    first = next(iter(tensors.values()))
+    if any(t.shape != first.shape or t.dtype != first.dtype for t in tensors.values()) or first.dtype.kind != "f":
+        described = ", ".join(f"{name} {t.dtype} {t.shape}" for name, t in tensors.items())
+        raise OpError(f"{op}: {', '.join(tensors)} must be float tensors of one shape and dtype, got {described}")
+
+
+def _broadcasts_to(shape, target):
+    try:
+        return numpy.broadcast_shapes(shape, target) == tuple(target)
+    except ValueError:
+        return False
 
 
 def binary_cross_entropy_with_logits(logit, label, weight=None, reduction="mean", pos_weight=None):
@@ -256,10 +265,10 @@ def binary_cross_entropy_with_logits(logit, label, weight=None, reduction="mean"
     Returns a scalar, or (*) for "none".
     """
     op = "binary_cross_entropy_with_logits"
-    _elementwise_inputs(op, logit, label, reduction)
+    _elementwise_inputs(op, reduction, logit=logit, label=label)
     arrays = {}
     for name, value in (("weight", weight), ("pos_weight", pos_weight)):
-        if value is not None and numpy.broadcast_shapes(value.shape, logit.shape) != logit.shape:
+        if value is not None and not _broadcasts_to(value.shape, logit.shape):
             raise OpError(f"{op}: {name} {value.shape} does not broadcast to logit {logit.shape}")
         arrays[name] = 1.0 if value is None else value.data
     return BinaryCrossEntropyWithLogits.apply(logit, label, reduction=reduction, **arrays)
@@ -267,13 +276,13 @@ def binary_cross_entropy_with_logits(logit, label, weight=None, reduction="mean"
 
 def mse_loss(input, label, reduction="mean"):
     """Mean squared error: reduce((input - label)^2). Shapes: input and label (*) -> scalar, or (*) for "none"."""
-    _elementwise_inputs("mse_loss", input, label, reduction)
+    _elementwise_inputs("mse_loss", reduction, input=input, label=label)
     return PairwiseLoss.apply(input, label, kind="square", reduction=reduction)
 
 
 def l1_loss(input, label, reduction="mean"):
     """Mean absolute error: reduce(|input - label|). Shapes: input and label (*) -> scalar, or (*) for "none"."""
-    _elementwise_inputs("l1_loss", input, label, reduction)
+    _elementwise_inputs("l1_loss", reduction, input=input, label=label)
     return PairwiseLoss.apply(input, label, kind="abs", reduction=reduction)
 
 
@@ -283,7 +292,5 @@ def margin_ranking_loss(input, other, label, margin=0.0, reduction="mean"):
     ``label`` is 1 where ``input`` should rank higher, -1 where ``other`` should.
     Shapes: input, other, label (*) floats -> scalar, or (*) for "none".
     """
-    op = "margin_ranking_loss"
-    _elementwise_inputs(op, input, other, reduction)
-    _elementwise_inputs(op, input, label, reduction)
+    _elementwise_inputs("margin_ranking_loss", reduction, input=input, other=other, label=label)
     return MarginRanking.apply(input, other, label, margin=margin, reduction=reduction)

@@ -120,8 +120,8 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
     channels = x.shape[1]
     stats = [s for s in (running_mean, running_var) if s is not None]
     if any(s.shape != (channels,) for s in stats) or (not training and len(stats) < 2):
-        raise OpError(f"{op}: running_mean and running_var must be ({channels},) for x {x.shape}"
-                      f"{'' if training else ' (needed in eval mode)'}, got "
+        raise OpError(f"{op}: running_mean and running_var must be ({channels},) for x {x.shape} "
+                      f"(both are needed in eval mode), got "
                       f"{[None if s is None else s.shape for s in (running_mean, running_var)]}")
     param_shape = (1, channels) + (1,) * (x.ndim - 2)
     weight = _affine(op, x, weight, (channels,), 1)

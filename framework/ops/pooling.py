@@ -1,16 +1,17 @@
 """Max and average pooling over 1, 2 or 3 spatial dimensions, and adaptive average pooling.
 
-Window pooling shares one N-d implementation: every channel is unfolded by
-``framework.kernels.im2col`` into columns of shape (prod(kernel), N * C * prod(out))
-and reduced over the kernel axis; the backward pass folds the column gradient
-back with ``col2im``. Adaptive average pooling is separable: one averaging
-matrix per spatial dimension.
+Window pooling shares one N-d implementation: a running max (with the index
+of the first maximum) or sum over one strided view of the padded input per
+kernel offset (``framework.kernels.im2col.windows``); the backward pass adds
+each offset's share of the gradient back (``add_windows``). Adaptive average
+pooling is separable: one averaging matrix per spatial dimension.
 """
 import functools
+import math
 
 import numpy
 
-from ..kernels.im2col import im2col, col2im
+from ..kernels.im2col import add_windows, pad, windows
 from ..tensor import Function, OpError
 from .conv import conv_geometry, per_dim
 
@@ -22,33 +23,34 @@ class PoolNd(Function):
     """Max (``mode="max"``) or average (``mode="avg"``, divided by ``divisor``) over each window."""
 
     def forward(self, x):
-        n, c, *size = x.shape
-        columns_of = (n * c, 1, *size)
-        pad_value = -numpy.inf if self.mode == "max" else 0
-        cols = im2col(x.reshape(columns_of), self.kernel, self.stride, self.padding, (1,) * len(size), self.out,
-                      pad_value=pad_value)
-        if self.mode == "max":
-            self.saved = cols.argmax(axis=0), x.shape
-            y = cols.max(axis=0)
-        else:
-            self.divisor = self.xp.asarray(self.divisor, dtype=x.dtype)
-            self.saved = x.shape
-            y = cols.sum(axis=0).reshape(n * c, *self.out) / self.divisor
-        return y.reshape(n, c, *self.out)
+        xp = self.xp
+        padded = pad(x, self.padding, -numpy.inf if self.mode == "max" else 0)
+        views = windows(padded, self.kernel, self.stride, (1,) * len(self.kernel), self.out)
+        y = next(views).copy()
+        self.x_shape = x.shape
+        if self.mode == "avg":
+            for view in views:
+                y += view
+            self.divisor = xp.asarray(self.divisor, dtype=x.dtype)
+            return y / self.divisor
+        argmax = xp.zeros(y.shape, dtype=numpy.min_scalar_type(math.prod(self.kernel) - 1))
+        for index, view in enumerate(views, start=1):
+            better = view > y  # strictly: the first maximum wins ties
+            xp.maximum(y, view, out=y)
+            argmax += better * (index - argmax)  # argmax = index where better, without a masked write
+        self.saved = argmax
+        return y
 
     def backward(self, gy):
-        xp = self.xp
-        taps = int(numpy.prod(self.kernel))
-        if self.mode == "max":
-            argmax, x_shape = self.saved
-            gcols = (xp.arange(taps).reshape(-1, 1) == argmax) * gy.reshape(1, -1)
-        else:
-            x_shape = self.saved
-            share = (gy.reshape(-1, *self.out) / self.divisor).reshape(1, -1)
-            gcols = xp.broadcast_to(share, (taps, share.shape[1]))
-        n, c, *size = x_shape
-        gx = col2im(gcols, (n * c, 1, *size), self.kernel, self.stride, self.padding, (1,) * len(size), self.out)
-        return gx.reshape(x_shape)
+        share = gy / self.divisor if self.mode == "avg" else None
+
+        def block(index):
+            """The gradient that kernel offset ``index`` sends back, (N, C, *out)."""
+            return share if share is not None else (self.saved == index) * gy
+
+        gx = self.xp.zeros(self.x_shape, dtype=gy.dtype)
+        add_windows(gx, block, self.kernel, self.stride, self.padding, (1,) * len(self.kernel), self.out)
+        return gx
 
 
 class AdaptiveAvgPoolNd(Function):

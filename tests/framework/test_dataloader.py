@@ -8,6 +8,7 @@ import time
 import numpy
 import pytest
 
+from framework.io import worker
 from framework.io import (BucketBatchSampler, DataLoader, DataLoaderError, Dataset, IterableDataset,
                           SequenceCollator, sample_rng)
 
@@ -30,6 +31,16 @@ class Numbers(Dataset):
             os._exit(3)
         time.sleep(self.sleep)
         return {"index": i, "x": numpy.full(2, i, dtype=numpy.float32), "noise": sample_rng().random()}
+
+
+class Images(Dataset):
+    """Sample i: {"image": (64, 64) float32 filled with i}; a batch of 4 is 64 KiB, sent via shared memory."""
+
+    def __len__(self):
+        return 10
+
+    def __getitem__(self, i):
+        return {"image": numpy.full((64, 64), i, dtype=numpy.float32)}
 
 
 class Sentences(Dataset):
@@ -108,6 +119,25 @@ def test_batch_sampler_with_padding_collate(worker_type):
     for batch in batches:
         assert batch["tokens"].shape[1] == batch["tokens_lengths"].max()
         numpy.testing.assert_array_equal((batch["tokens"] > 0).sum(1) + 1, batch["tokens_lengths"])
+
+
+def test_large_arrays_travel_through_shared_memory_files(tmp_path):
+    batch = {"image": numpy.arange(1 << 15, dtype=numpy.float32).reshape(128, 256), "label": numpy.arange(3)}
+    data = worker._dumps(batch, str(tmp_path))
+    assert len(data) < 1024 and len(list(tmp_path.iterdir())) == 1
+    again = worker.pickle.loads(data)
+    numpy.testing.assert_array_equal(again["image"], batch["image"])
+    assert again["image"].flags.writeable and list(tmp_path.iterdir()) == []
+
+
+def test_process_workers_send_large_batches_and_clean_up(monkeypatch):
+    folders = []
+    make = worker._make_shared_folder
+    monkeypatch.setattr(worker, "_make_shared_folder", lambda: folders.append(make()) or folders[-1])
+    expected = [b["image"] for b in DataLoader(Images(), batch_size=4)]
+    got = [b["image"] for b in DataLoader(Images(), batch_size=4, num_workers=2, worker_type="process")]
+    assert len(got) == len(expected) == 3 and all(numpy.array_equal(a, b) for a, b in zip(got, expected))
+    assert folders and not any(f is not None and os.path.exists(f) for f in folders)
 
 
 @pytest.mark.parametrize("num_workers, worker_type", WORKERS)
@@ -244,6 +274,13 @@ def test_spawn_workers_give_the_same_batches():
     loader = DataLoader(Numbers(6), batch_size=2, shuffle=True, num_workers=2, worker_type="process",
                         start_method="spawn")
     assert _indices(loader) == _indices(DataLoader(Numbers(6), batch_size=2, shuffle=True))
+
+
+def test_unpicklable_collate_with_spawn_is_one_clear_error():
+    loader = DataLoader(Numbers(4), batch_size=2, num_workers=1, worker_type="process", start_method="spawn",
+                        collate_fn=lambda samples: samples)
+    with pytest.raises(DataLoaderError, match="cannot start process workers .*spawn start method .* picklable"):
+        list(loader)
 
 
 @pytest.mark.parametrize("kwargs, words", [

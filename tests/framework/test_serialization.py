@@ -33,6 +33,7 @@ def sample():
                       0: numpy.ones(2, "float32")},
         "epoch": 3, "name": "bigru_crf", "best": float("inf"), "numpy_scalar": numpy.float32(0.5),
         "shape": (4, 5),
+        "__metadata__": numpy.ones(1, "float32"), "x": {"y": numpy.zeros(1)}, "x.y": numpy.ones(1),
     }
 
 

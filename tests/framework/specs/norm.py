@@ -1,7 +1,8 @@
 """Specs for framework/ops/norm.py: references are the closed forms per channel, sample or group."""
 import numpy
+import pytest
 
-from framework import Tensor
+from framework import OpError, Tensor
 from framework.nn import functional as F
 from ..opspec import OpSpec
 
@@ -59,6 +60,21 @@ def _affine_inputs(shape, param_shape):
                         rng.uniform(-1, 1, param_shape)]
 
 
+def _rejects_bad_input(outs, arrays):
+    """Mismatched running stats or affine parameters, bad groups or shapes: one OpError naming the op."""
+    x, c3, c4 = (Tensor(numpy.zeros(shape, numpy.float32)) for shape in ((2, 3, 4), (3,), (4,)))
+    bad_calls = [("batch_norm", lambda: F.batch_norm(x, c4, c4)),
+                 ("batch_norm", lambda: F.batch_norm(x, None, None, training=False)),
+                 ("batch_norm", lambda: F.batch_norm(x, c3, c3, weight=c4)),
+                 ("batch_norm", lambda: F.batch_norm(Tensor(numpy.zeros((1, 3), numpy.float32)), c3, c3,
+                                                     training=True)),
+                 ("layer_norm", lambda: F.layer_norm(x, 3)),
+                 ("group_norm", lambda: F.group_norm(x, 2)),
+                 ("normalize", lambda: F.normalize(x, axis=3))]
+    for op, call in bad_calls:
+        with pytest.raises(OpError, match=op):
+            call()
+
 SPECS = [
     OpSpec("batch_norm", _batch_norm(True), _bn_inputs((4, 3, 2, 3)),
            lambda x, m, v, w, b: batch_norm_reference(x, m, v, w, b, True), wrt=[0, 3, 4]),
@@ -67,7 +83,8 @@ SPECS = [
     OpSpec("batch_norm", _batch_norm(True), _bn_inputs((2, 2, 3, 2, 2)),
            lambda x, m, v, w, b: batch_norm_reference(x, m, v, w, b, True), wrt=[0, 3, 4]),
     OpSpec("batch_norm", _batch_norm(False), _bn_inputs((3, 3, 4)),
-           lambda x, m, v, w, b: batch_norm_reference(x, m, v, w, b, False), wrt=[0, 3, 4]),
+           lambda x, m, v, w, b: batch_norm_reference(x, m, v, w, b, False), wrt=[0, 3, 4],
+           check=_rejects_bad_input),
     OpSpec("batch_norm", lambda x: F.batch_norm(x, None, None, training=True), lambda rng: [rng.normal(size=(5, 2, 3))],
            lambda x: batch_norm_reference(x, None, None, numpy.ones(2), numpy.zeros(2), True)),
     OpSpec("layer_norm", lambda x, w, b: F.layer_norm(x, 5, w, b), _affine_inputs((3, 4, 5), (5,)),

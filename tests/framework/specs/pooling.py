@@ -3,7 +3,9 @@ import itertools
 import math
 
 import numpy
+import pytest
 
+from framework import OpError, Tensor
 from framework.nn import functional as F
 from ..opspec import OpSpec
 
@@ -47,7 +49,7 @@ def _per_dim(value, nd):
     return (value,) * nd if isinstance(value, int) else value
 
 
-def _pool_spec(mode, shape, kernel, stride=None, padding=0, ceil_mode=False, exclusive=True):
+def _pool_spec(mode, shape, kernel, stride=None, padding=0, ceil_mode=False, exclusive=True, check=None):
     nd = len(shape) - 2
     op = getattr(F, f"{mode}_pool{nd}d")
     options = dict(ceil_mode=ceil_mode) if mode == "max" else dict(ceil_mode=ceil_mode, exclusive=exclusive)
@@ -55,7 +57,7 @@ def _pool_spec(mode, shape, kernel, stride=None, padding=0, ceil_mode=False, exc
     return OpSpec(f"{mode}_pool{nd}d", lambda x: op(x, kernel, stride, padding, **options),
                   lambda rng: [rng.uniform(-1, 1, shape)],
                   lambda x: pool_reference(x, mode, _per_dim(kernel, nd), ref_stride, _per_dim(padding, nd),
-                                           ceil_mode, exclusive))
+                                           ceil_mode, exclusive), check=check)
 
 
 def _adaptive_spec(shape, out):
@@ -65,10 +67,22 @@ def _adaptive_spec(shape, out):
                   lambda x: adaptive_reference(x, _per_dim(out, nd)))
 
 
+def _rejects_bad_input(outs, arrays):
+    """Wrong ndim, integer input, too much padding or an empty output size: one OpError naming the op."""
+    x = Tensor(numpy.zeros((2, 3, 4, 4), numpy.float32))
+    bad_calls = [("max_pool2d", lambda: F.max_pool2d(Tensor(numpy.zeros((2, 3, 4), numpy.float32)), 2)),
+                 ("max_pool2d", lambda: F.max_pool2d(Tensor(numpy.zeros((2, 3, 4, 4), numpy.int64)), 2)),
+                 ("avg_pool2d", lambda: F.avg_pool2d(x, 2, padding=2)),
+                 ("avg_pool2d", lambda: F.avg_pool2d(x, (2, 2, 2))),
+                 ("adaptive_avg_pool2d", lambda: F.adaptive_avg_pool2d(x, 0))]
+    for op, call in bad_calls:
+        with pytest.raises(OpError, match=op):
+            call()
+
 SPECS = [
     _pool_spec("max", (2, 3, 8), 2),
     _pool_spec("max", (2, 2, 9), 3, 2, 1, ceil_mode=True),
-    _pool_spec("max", (2, 3, 6, 7), 2),
+    _pool_spec("max", (2, 3, 6, 7), 2, check=_rejects_bad_input),
     _pool_spec("max", (2, 2, 7, 6), 3, 2, 1),
     _pool_spec("max", (1, 2, 7, 8), (3, 2), (2, 3), (1, 1), ceil_mode=True),
     _pool_spec("max", (2, 2, 4, 5, 4), 2),

@@ -1,0 +1,1 @@
+"""NLP data: pinned sources, corpora, vocabularies, tokenisers and collate functions."""
