@@ -26,6 +26,7 @@ import types
 import numpy
 
 from .. import backend
+from .activations import sigmoid_inplace
 
 __all__ = ["gru_forward", "gru_backward"]
 
@@ -87,18 +88,10 @@ def gru_backward(states, gates, reset_h, mask, w_ur, w_c, grad_states, grad_last
 
 # ---- NumPy ------------------------------------------------------------------
 
-def _sigmoid_(a):
-    """In-place logistic sigmoid in its tanh form (no overflow for large |a|)."""
-    a *= 0.5
-    numpy.tanh(a, out=a)
-    a *= 0.5
-    a += 0.5
-
-
 def _update_reset_numpy(x_ur, a_ur, h_prev, ur, reset_h):
     """ur = sigmoid(x_ur + a_ur) as [u | r]; reset_h = r * h_prev."""
     numpy.add(x_ur, a_ur, out=ur)
-    _sigmoid_(ur)
+    sigmoid_inplace(ur)
     numpy.multiply(ur[:, h_prev.shape[1]:], h_prev, out=reset_h)
 
 

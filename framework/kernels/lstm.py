@@ -23,6 +23,7 @@ import types
 import numpy
 
 from .. import backend
+from .activations import sigmoid_inplace
 
 __all__ = ["lstm_forward", "lstm_backward"]
 
@@ -73,20 +74,12 @@ def lstm_backward(hidden, cells, gates, mask, w, grad_hidden, grad_last_h, grad_
 
 # ---- NumPy ------------------------------------------------------------------
 
-def _sigmoid_(a):
-    """In-place logistic sigmoid in its tanh form (no overflow for large |a|)."""
-    a *= 0.5
-    numpy.tanh(a, out=a)
-    a *= 0.5
-    a += 0.5
-
-
 def _cell_numpy(x_t, gates, h_prev, c_prev, m, h, c):
     """gates (holding h_prev @ w on entry) <- activated [c~ | i | f | o]; new h, c where m, else carried."""
     d = h_prev.shape[1]
     gates += x_t
     numpy.tanh(gates[:, :d], out=gates[:, :d])
-    _sigmoid_(gates[:, d:])
+    sigmoid_inplace(gates[:, d:])
     candidate, input_gate, forget_gate, output_gate = (gates[:, k * d:(k + 1) * d] for k in range(4))
     numpy.multiply(forget_gate, c_prev, out=c)
     c += input_gate * candidate

@@ -130,3 +130,12 @@ def test_trainer_without_eval_loader_saves_last(tmp_path):
     summary = Trainer(task, optimizer, loader, max_steps=3, epochs=None, output_dir=str(tmp_path),
                       progress=False).fit()
     assert summary["step"] == 3 and (tmp_path / "last.npz").exists()
+
+
+def test_plot_writes_a_png_of_the_curves(tmp_path):
+    pytest.importorskip("matplotlib")
+    from framework.engine.plot import plot_curves
+    runner.train(_cfg("train.epochs=2"), output_dir=str(tmp_path), progress=False)
+    png = plot_curves(str(tmp_path / "metrics.jsonl"), str(tmp_path / "curves.png"))
+    with open(png, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
