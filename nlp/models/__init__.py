@@ -1,0 +1,4 @@
+"""NLP networks, registered in ``framework.registry.MODELS``."""
+from .lac import BiGRUCRF
+
+__all__ = ["BiGRUCRF"]
