@@ -13,14 +13,37 @@ import numpy
 from . import backend
 
 __all__ = ["Tensor", "Function", "OpError", "to_tensor", "no_grad", "enable_grad",
-           "is_grad_enabled", "set_grad_enabled"]
+           "is_grad_enabled", "set_grad_enabled", "register_backward_end_hook"]
 
 _grad_enabled = True
 _ndarray = numpy.ndarray
+_grad_ready_hooks = {}  # id(leaf) -> list of hook(leaf); see Tensor.register_grad_ready_hook
+_backward_end_hooks = []  # hook(); see register_backward_end_hook
 
 
 class OpError(ValueError):
     """An op got inputs it cannot take (shape, dtype or device); the message names the op."""
+
+
+class HookHandle:
+    """Returned by the hook registrations; ``remove()`` unregisters the hook."""
+
+    def __init__(self, hooks, hook):
+        self._hooks, self._hook = hooks, hook
+
+    def remove(self):
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+
+def register_backward_end_hook(hook):
+    """Call ``hook()`` at the end of every ``backward()``, after every leaf has its gradient.
+
+    Data parallelism uses it to finish the gradient reduction of a step.
+    Returns a :class:`HookHandle`.
+    """
+    _backward_end_hooks.append(hook)
+    return HookHandle(_backward_end_hooks, hook)
 
 
 def is_grad_enabled():
@@ -233,6 +256,23 @@ class Tensor:
         """The gradient as a NumPy array (or None), as in the 2019 DyGraph API."""
         return None if self.grad is None else self.grad.numpy()
 
+    def register_grad_ready_hook(self, hook):
+        """Call ``hook(self)`` in each ``backward()`` that reaches this leaf, once its gradient is complete.
+
+        The hook runs right after the last op of the graph that uses this leaf
+        has added its gradient (so ``self.grad`` holds this backward's total),
+        while the rest of the backward is still to run: data parallelism starts
+        reducing a bucket of gradients there. Returns a :class:`HookHandle`.
+        """
+        if self.creator is not None:
+            raise OpError("register_grad_ready_hook(): only leaf tensors (parameters) accumulate gradients")
+        key = id(self)
+        if key not in _grad_ready_hooks:
+            _grad_ready_hooks[key] = []
+            weakref.finalize(self, _grad_ready_hooks.pop, key, None)
+        _grad_ready_hooks[key].append(hook)
+        return HookHandle(_grad_ready_hooks[key], hook)
+
     # ---- autograd ---------------------------------------------------------
     def backward(self, grad=None, retain_graph=False):
         """Accumulate d(self)/d(leaf) into every leaf's ``grad``.
@@ -261,38 +301,18 @@ class Tensor:
                               f"tensor of shape {self.shape}")
         if self.creator is None:
             _accumulate_leaf(self, seed)
+            _run_grad_ready_hooks(self)
+            _run_backward_end_hooks()
             return
         self.grad = Tensor(seed)  # the root keeps its seed, as in Paddle's DyGraph (``loss.gradient()``)
         grads = {id(self): (self, seed)}  # id -> (tensor kept alive, gradient)
-        for fn in _topological_order(self.creator):
-            if fn.inputs is None:
-                raise OpError(f"backward(): the graph through {type(fn).__name__} was already freed; "
-                              "call backward(retain_graph=True) the first time to run it twice")
-            outs = [ref() for ref in fn.outputs]
-            gys = [None if o is None else grads.pop(id(o), (None, None))[1] for o in outs]
-            if all(g is None for g in gys):
-                continue
-            if len(gys) == 1:
-                gxs = fn.backward(gys[0])
-            else:
-                gys = [fn.xp.zeros_like(o.data) if g is None and o is not None else g
-                       for g, o in zip(gys, outs)]
-                gxs = fn.backward(*gys)
-            if type(gxs) is not tuple:
-                gxs = (gxs,)
-            for x, gx, need in zip(fn.inputs, gxs, fn.needs_input_grad):
-                if gx is None or not need:
-                    continue
-                if gx.shape != x.data.shape:
-                    raise OpError(f"{type(fn).__name__}.backward returned a gradient of shape "
-                                  f"{tuple(gx.shape)} for an input of shape {x.shape}")
-                if x.creator is None:
-                    _accumulate_leaf(x, gx)
-                else:
-                    previous = grads.get(id(x))
-                    grads[id(x)] = (x, gx if previous is None else previous[1] + gx)
-            if not retain_graph:
-                fn.release()
+        order = _topological_order(self.creator)
+        ready = _leaves_ready_after(order) if _grad_ready_hooks else {}
+        for position, fn in enumerate(order):
+            _backward_through(fn, grads, retain_graph)
+            for leaf in ready.get(position, ()):
+                _run_grad_ready_hooks(leaf)
+        _run_backward_end_hooks()
 
     # ---- operators and methods (defined in framework.ops) -----------------
     def __add__(self, other): return _ops.add(self, other)
@@ -356,6 +376,60 @@ class Tensor:
     @property
     def T(self):
         return _ops.transpose(self, tuple(range(self.ndim - 1, -1, -1)))
+
+
+def _backward_through(fn, grads, retain_graph):
+    """Propagate the gradients of ``fn``'s outputs (popped from ``grads``) to its inputs."""
+    if fn.inputs is None:
+        raise OpError(f"backward(): the graph through {type(fn).__name__} was already freed; "
+                      "call backward(retain_graph=True) the first time to run it twice")
+    outs = [ref() for ref in fn.outputs]
+    gys = [None if o is None else grads.pop(id(o), (None, None))[1] for o in outs]
+    if all(g is None for g in gys):
+        return
+    if len(gys) == 1:
+        gxs = fn.backward(gys[0])
+    else:
+        gys = [fn.xp.zeros_like(o.data) if g is None and o is not None else g for g, o in zip(gys, outs)]
+        gxs = fn.backward(*gys)
+    if type(gxs) is not tuple:
+        gxs = (gxs,)
+    for x, gx, need in zip(fn.inputs, gxs, fn.needs_input_grad):
+        if gx is None or not need:
+            continue
+        if gx.shape != x.data.shape:
+            raise OpError(f"{type(fn).__name__}.backward returned a gradient of shape "
+                          f"{tuple(gx.shape)} for an input of shape {x.shape}")
+        if x.creator is None:
+            _accumulate_leaf(x, gx)
+        else:
+            previous = grads.get(id(x))
+            grads[id(x)] = (x, gx if previous is None else previous[1] + gx)
+    if not retain_graph:
+        fn.release()
+
+
+def _leaves_ready_after(order):
+    """``{position in order: [leaves]}``: the hooked leaves whose last consumer is ``order[position]``."""
+    last = {}
+    for position, fn in enumerate(order):
+        for x in fn.inputs or ():
+            if x.creator is None and _grad_ready_hooks.get(id(x)):
+                last[id(x)] = (position, x)
+    ready = {}
+    for position, leaf in last.values():
+        ready.setdefault(position, []).append(leaf)
+    return ready
+
+
+def _run_grad_ready_hooks(leaf):
+    for hook in list(_grad_ready_hooks.get(id(leaf), ())):
+        hook(leaf)
+
+
+def _run_backward_end_hooks():
+    for hook in list(_backward_end_hooks):
+        hook()
 
 
 def _accumulate_leaf(leaf, gx):

@@ -82,7 +82,7 @@ class VectorClassification(Task):
     def loss(self, batch):
         return F.cross_entropy(self.model(batch["x"]), batch["label"])
 
-    def predict(self, batch):
+    def predict_batch(self, batch):
         probs = F.softmax(self.model(batch["x"]), axis=-1)
         return {"pred": probs.argmax(axis=-1), "prob": probs}
 

@@ -1,9 +1,10 @@
 """The Task contract between models and the Trainer.
 
 A Task couples preprocessing (raw inputs -> batch), a model, postprocessing
-(outputs -> readable dicts) and its metrics. The Trainer only calls
-``loss(batch)``, ``predict(batch)``, ``metrics()`` and ``model``; the zoo calls
-``predict_raw(inputs)``.
+(outputs -> readable dicts) and its metrics. The same object serves training,
+evaluation, ``oar infer`` and the zoo: ``predict`` takes either a batch (a dict
+of arrays/Tensors, as the Trainer passes) and returns the model outputs, or a
+list of raw inputs (as users pass) and returns a list of plain dicts.
 """
 import numpy
 
@@ -41,19 +42,28 @@ class Task:
     """Base class: subclasses set ``self.model`` and implement the methods below.
 
     - ``loss(batch) -> Tensor`` scalar training loss of a batch of Tensors.
-    - ``predict(batch) -> dict`` model outputs for metrics (arrays, one row per example).
+    - ``predict_batch(batch) -> dict`` model outputs for metrics (one row per example).
     - ``metrics() -> list`` fresh metric objects (``framework.engine.metrics``).
     - ``preprocess(inputs) -> batch`` / ``postprocess(outputs) -> list of dict``
       for raw user inputs (used by ``predict_raw`` and the zoo).
     """
 
     model = None
+    device = None
 
     def loss(self, batch):
         raise NotImplementedError
 
-    def predict(self, batch):
+    def predict_batch(self, batch):
         raise NotImplementedError
+
+    def predict(self, inputs):
+        """A batch dict -> model outputs (``predict_batch``); a list of raw inputs -> list of dicts."""
+        if isinstance(inputs, dict):
+            return self.predict_batch(inputs)
+        if isinstance(inputs, (str, bytes)) or not hasattr(inputs, "__iter__"):
+            raise TypeError(f"{type(self).__name__}.predict takes a list of inputs, got {type(inputs).__name__}")
+        return self.predict_raw(inputs, self.device)
 
     def metrics(self):
         return []
@@ -68,5 +78,5 @@ class Task:
         """Raw inputs (a list) -> a list of plain dicts, one per input."""
         self.model.eval()
         with no_grad():
-            outputs = self.predict(to_tensors(self.preprocess(list(inputs)), device))
+            outputs = self.predict_batch(to_tensors(self.preprocess(list(inputs)), device))
         return self.postprocess(outputs)

@@ -1,7 +1,7 @@
 """The Trainer: one training loop for every task.
 
 It knows nothing of NLP, vision or video: a Task gives it ``loss(batch)``,
-``predict(batch)`` and ``metrics()``. It runs epochs (or a step budget),
+``predict_batch(batch)`` and ``metrics()``. It runs epochs (or a step budget),
 evaluates every N steps, keeps the best checkpoint by a named metric and the
 last one, resumes exactly, stops early, stops on a NaN/inf loss, shows a
 progress line and writes every evaluation to ``metrics.jsonl``.
@@ -25,7 +25,7 @@ class TrainingError(RuntimeError):
 
 
 def evaluate(task, loader, device=None):
-    """Run ``task.predict`` over ``loader`` without gradients; returns the merged metric dict."""
+    """Run ``task.predict_batch`` over ``loader`` without gradients; returns the merged metric dict."""
     metrics = task.metrics()
     for metric in metrics:
         metric.reset()
@@ -33,7 +33,7 @@ def evaluate(task, loader, device=None):
     with no_grad():
         for batch in loader:
             tensors = to_tensors(batch, device)
-            outputs = task.predict(tensors)
+            outputs = task.predict_batch(tensors)
             for metric in metrics:
                 metric.update(outputs, batch)
     result = {}

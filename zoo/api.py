@@ -1,0 +1,77 @@
+"""The one-line task API: ``zoo.load(name)`` and ``zoo.Task(task_name, model=None)``.
+
+``load`` returns a ready Task whose ``predict(list)`` returns a list of plain
+dicts (LAC: ``{"words", "tags"}``; sentiment: ``{"label", "score"}``; matching:
+``{"score", "label"}``; video: ``{"topk": [[label, prob], ...]}``).
+"""
+import importlib
+import os
+
+from framework.config import load_config
+from framework.engine import runner
+from framework.fetch import FetchError, sha256_of
+
+from .catalog import ROOT, CatalogError, card, cards
+
+__all__ = ["load", "Task", "DEFAULT_MODELS", "WeightsError"]
+
+DEFAULT_MODELS = {
+    "lexical_analysis": "lac",
+    "sentiment": "senta_bilstm",
+}
+
+
+class WeightsError(FetchError):
+    """Shipped weights are missing or do not match their card's sha256."""
+
+
+def _register_everything():
+    from .commands import _register_everything as register
+    register()
+
+
+def _call_loader(spec, device):
+    module_name, _, function = spec.partition(":")
+    return getattr(importlib.import_module(module_name), function)(device=device)
+
+
+def _checked_weights(entry):
+    weights = entry.get("weights") or {}
+    path = os.path.join(ROOT, weights.get("path", ""))
+    if not weights.get("path") or not os.path.isfile(path):
+        raise WeightsError(f"model {entry['name']!r}: weights file {path} is missing; "
+                           f"recreate it with `oar reproduce {entry['name']}`")
+    if weights.get("sha256") and sha256_of(path) != weights["sha256"]:
+        raise WeightsError(f"model {entry['name']!r}: {path} has sha256 {sha256_of(path)}, the card says "
+                           f"{weights['sha256']}; refusing to load it")
+    return path
+
+
+def load(name, device="cpu"):
+    """A ready Task for the zoo model ``name`` (weights checked against the card's sha256)."""
+    _register_everything()
+    entry = card(name)
+    if "loader" in entry:
+        task = _call_loader(entry["loader"], device)
+    else:
+        cfg = load_config(os.path.join(ROOT, entry["config"]))
+        task = runner.build_task(cfg)
+        runner.load_weights(task.model, _checked_weights(entry))
+        if device and device != "cpu":
+            task.model.to(device)
+    task.model.eval()
+    task.device = device
+    task.card = entry
+    return task
+
+
+def Task(task_name, model=None, device="cpu"):
+    """A Task for ``task_name`` with ``model`` (default: the task's default zoo model)."""
+    if model is None:
+        if task_name not in DEFAULT_MODELS:
+            raise CatalogError(f"unknown task {task_name!r} (known: {', '.join(DEFAULT_MODELS)})")
+        model = DEFAULT_MODELS[task_name]
+    task = load(model, device=device)
+    if task.card["task"] != task_name:
+        raise CatalogError(f"model {model!r} serves task {task.card['task']!r}, not {task_name!r}")
+    return task

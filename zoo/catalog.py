@@ -1,0 +1,69 @@
+"""The zoo catalog: one model card per named model, read from ``zoo/catalog.yaml``.
+
+A card says what a model is and where every number came from:
+
+- ``name``, ``task`` (the task it serves), ``description``;
+- either ``config`` (a YAML config under ``configs/``) plus ``weights``
+  (``{path, sha256}`` of a file shipped in the repo), or ``loader``
+  (``"module:function"`` returning a ready Task, e.g. converted official weights
+  fetched from their named source);
+- ``source``: how the weights were made (the ``oar reproduce`` command, or the
+  official release they were converted from);
+- ``metrics``: ``{split: ..., name: value, ...}`` measured by ``reproduce``, and ``date``.
+"""
+import difflib
+import os
+
+import yaml
+
+__all__ = ["CatalogError", "ROOT", "CATALOG_PATH", "cards", "card", "write_card"]
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CATALOG_PATH = os.path.join(ROOT, "zoo", "catalog.yaml")
+
+
+class CatalogError(KeyError):
+    """An unknown model name (the message lists close names) or a malformed card."""
+
+    def __str__(self):
+        return str(self.args[0]) if self.args else ""
+
+
+def cards(path=CATALOG_PATH):
+    """All cards, in catalog order, as a dict name -> card (plain dicts)."""
+    with open(path, encoding="utf-8") as f:
+        entries = yaml.safe_load(f) or []
+    table = {}
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or "name" not in entry or "task" not in entry:
+            raise CatalogError(f"{path}: entry {i} needs at least 'name' and 'task'")
+        if ("config" in entry) == ("loader" in entry):
+            raise CatalogError(f"{path}: card {entry['name']!r} needs exactly one of 'config' or 'loader'")
+        table[entry["name"]] = entry
+    return table
+
+
+def card(name, path=CATALOG_PATH):
+    """The card of ``name``; an unknown name lists the close ones."""
+    table = cards(path)
+    if name in table:
+        return table[name]
+    close = difflib.get_close_matches(name, table, n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    raise CatalogError(f"unknown model {name!r}{hint} (known: {', '.join(table)})")
+
+
+def write_card(updated, path=CATALOG_PATH):
+    """Replace the card of the same name in the catalog file (atomic write)."""
+    with open(path, encoding="utf-8") as f:
+        entries = yaml.safe_load(f) or []
+    names = [e["name"] for e in entries]
+    if updated["name"] in names:
+        entries[names.index(updated["name"])] = updated
+    else:
+        entries.append(updated)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write("# The zoo's model cards (see zoo/catalog.py). `oar reproduce NAME` rewrites metrics, weights and date.\n")
+        yaml.safe_dump(entries, f, sort_keys=False, allow_unicode=True, width=100)
+    os.replace(tmp, path)
