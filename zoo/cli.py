@@ -1,4 +1,4 @@
-"""The ``oar`` command: ``oar train|eval|infer|bench …``."""
+"""The ``oar`` command: ``oar list|show|run|reproduce|train|eval|infer|bench …``."""
 import argparse
 import sys
 
@@ -18,6 +18,10 @@ def _bench_main(argv):
 
 
 COMMANDS = {
+    "list": commands.list_main,
+    "show": commands.show_main,
+    "run": commands.run_main,
+    "reproduce": commands.reproduce_main,
     "train": commands.train_main,
     "eval": commands.eval_main,
     "infer": commands.infer_main,

@@ -14,10 +14,15 @@ from framework.config import ConfigError, load_config
 from framework.engine import CheckpointError, TrainingError, runner
 from framework.io import DataLoaderError
 from framework.backend import DeviceError
+from framework.fetch import FetchError
 
-__all__ = ["train_main", "eval_main", "infer_main", "user_errors"]
+from .catalog import CatalogError
 
-USER_ERRORS = (ConfigError, CheckpointError, TrainingError, DataLoaderError, DeviceError, FileNotFoundError)
+__all__ = ["train_main", "eval_main", "infer_main", "list_main", "show_main", "run_main", "reproduce_main",
+           "user_errors", "format_result"]
+
+USER_ERRORS = (ConfigError, CheckpointError, TrainingError, DataLoaderError, DeviceError, FileNotFoundError,
+               CatalogError, FetchError)
 
 
 def _register_everything():
@@ -126,3 +131,90 @@ def infer_main(argv=None):
     else:
         sys.stdout.write(lines)
     return results
+
+
+def format_result(result):
+    """One readable line for a prediction dict (words/tags, label and score, top-k classes, or JSON)."""
+    if "words" in result and "tags" in result:
+        return " ".join(f"{w}/{t}" for w, t in zip(result["words"], result["tags"]))
+    if "topk" in result:
+        return ", ".join(f"{label} {prob:.3f}" for label, prob in result["topk"])
+    if "label" in result and "score" in result:
+        return f"{result['label']}\t{result['score']:.4f}"
+    return json.dumps(result, ensure_ascii=False)
+
+
+@user_errors
+def list_main(argv=None):
+    """``oar list``: the zoo's models as a table."""
+    argparse.ArgumentParser(prog="oar list", description="List the zoo's models.").parse_args(argv)
+    from .catalog import cards
+    rows = [("name", "task", "metrics", "source")]
+    for entry in cards().values():
+        metrics = entry.get("metrics") or {}
+        shown = ", ".join(f"{k} {v}" for k, v in metrics.items()) or "-"
+        rows.append((entry["name"], entry["task"], shown, entry.get("source", "-")))
+    widths = [max(len(str(r[i])) for r in rows) for i in range(3)]
+    for row in rows:
+        print("  ".join(str(v).ljust(w) for v, w in zip(row, widths)) + "  " + str(row[3]))
+    return rows
+
+
+@user_errors
+def show_main(argv=None):
+    """``oar show NAME``: one model card."""
+    parser = argparse.ArgumentParser(prog="oar show", description="Print one model card.")
+    parser.add_argument("name")
+    args = parser.parse_args(argv)
+    import yaml
+    from .catalog import card
+    entry = card(args.name)
+    print(yaml.safe_dump(entry, sort_keys=False, allow_unicode=True), end="")
+    return entry
+
+
+@user_errors
+def run_main(argv=None):
+    """``oar run NAME (--input_text T … | --input_file F | --input_path P …) [--json]``."""
+    parser = argparse.ArgumentParser(prog="oar run", description="Predict with a zoo model.")
+    parser.add_argument("name")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--input_text", nargs="+", help="texts")
+    source.add_argument("--input_file", help="a file with one input per line")
+    source.add_argument("--input_path", nargs="+", help="files to predict on (e.g. videos)")
+    parser.add_argument("--json", action="store_true", help="one JSON object per input")
+    parser.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
+    args = parser.parse_args(argv)
+    from .api import load
+    if args.input_file:
+        if not os.path.isfile(args.input_file):
+            raise FileNotFoundError(f"input file not found: {args.input_file}")
+        with open(args.input_file, encoding="utf-8") as f:
+            inputs = [line.rstrip("\n") for line in f if line.strip()]
+    else:
+        inputs = args.input_text or args.input_path
+    task = load(args.name, device=args.device)
+    results = task.predict(inputs)
+    for result in results:
+        print(json.dumps(result, ensure_ascii=False) if args.json else format_result(result))
+    return results
+
+
+@user_errors
+def reproduce_main(argv=None):
+    """``oar reproduce NAME|nlp|video|all [-o k=v …]``: retrain, re-measure, rewrite cards and RESULTS.md."""
+    parser = argparse.ArgumentParser(prog="oar reproduce", description=reproduce_main.__doc__)
+    parser.add_argument("target")
+    parser.add_argument("-o", "--override", dest="overrides", nargs="+", default=[], metavar="KEY=VALUE",
+                        help="config overrides for every model (e.g. a smaller budget)")
+    parser.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
+    parser.add_argument("--output_root", default=os.path.join("outputs", "reproduce"))
+    parser.add_argument("--quiet", action="store_true")
+    args = parser.parse_args(argv)
+    _register_everything()
+    set_device(args.device)
+    from .reproduce import reproduce
+    updated = reproduce(args.target, args)
+    for entry in updated:
+        print(json.dumps({"name": entry["name"], "metrics": entry.get("metrics")}, ensure_ascii=False))
+    return updated

@@ -31,7 +31,7 @@ kept last as in LAC), 85 labels.
 (:func:`char_vocab`: normalised characters seen at least ``min_freq`` times,
 most frequent first), deterministically, so every process that reads the same
 file gets the same ids; dev/test characters outside it get the unknown id. It is
-built in memory (parsing the corpus takes about a second) and shared by the
+built in memory (parsing the corpus takes about half a second) and shared by the
 three splits; save it with ``Vocab.save`` next to a checkpoint and pass it back
 as ``vocab_file``.
 """
@@ -62,7 +62,8 @@ _TYPE_INDEX = {tag: i for i, tag in enumerate(TAGSET.pos_tags)}
 SPLITS = ("train", "dev", "test")
 
 Sentence = collections.namedtuple("Sentence", ["words", "tags", "line"])
-Sentence.__doc__ = """One corpus line: ``words`` and ``tags`` (lists of str, equal length), ``line`` its index among the non-empty lines."""
+Sentence.__doc__ = """One corpus line: ``words`` and ``tags`` (lists of str, equal length) and ``line``,
+its index among the non-empty lines."""
 
 
 class Corpus:
@@ -124,7 +125,11 @@ def parse_line(line, where="<line>"):
 
 
 def read_corpus(path=None):
-    """The :class:`Corpus` in ``path`` (default: the fetched ``199801.txt``); parsed once per file version."""
+    """The :class:`Corpus` in ``path`` (default: the fetched ``199801.txt``).
+
+    The file is parsed once per version (path, modification time, size) and the
+    same object is returned after that, so treat it as read-only.
+    """
     path = os.path.abspath(path or corpus_path())
     stat = os.stat(path)
     return _read_corpus(path, stat.st_mtime_ns, stat.st_size)
@@ -170,14 +175,13 @@ def char_vocab(min_freq=1, path=None):
     Deterministic for a given corpus file, and the same object on every call
     with the same arguments in one process.
     """
-    corpus = read_corpus(path)
-    return _char_vocab(corpus.path, os.stat(corpus.path).st_mtime_ns, min_freq)
+    return _char_vocab(read_corpus(path), min_freq)
 
 
 @functools.lru_cache(maxsize=8)
-def _char_vocab(path, mtime_ns, min_freq):
+def _char_vocab(corpus, min_freq):
     counts = collections.Counter()
-    for sentence in read_corpus(path).split("train"):
+    for sentence in corpus.split("train"):
         counts.update(full_to_half("".join(sentence.words)))
     return Vocab.build(counts, min_freq=min_freq)
 

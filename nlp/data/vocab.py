@@ -169,7 +169,7 @@ class TagSet:
 
     @classmethod
     def from_pos(cls, pos_tags, outside=True):
-        """The tag set of word types ``pos_tags``: sorted, each as ``X-B`` then ``X-I``, then ``O`` last when ``outside``."""
+        """The tag set of word types ``pos_tags``: sorted, each as ``X-B`` then ``X-I``; ``O`` last when ``outside``."""
         tags = sorted(set(pos_tags))
         return cls([f"{t}-{k}" for t in tags for k in "BI"] + ([cls.OUTSIDE] if outside else []))
 
