@@ -60,6 +60,16 @@ class _Reader:
     def unpack(self, fmt, what):
         return struct.unpack(fmt, self.read(struct.calcsize(fmt), what))[0]
 
+    def remaining(self):
+        """Bytes left in a seekable stream; None when the stream cannot tell."""
+        try:
+            position = self.stream.tell()
+            end = self.stream.seek(0, os.SEEK_END)
+            self.stream.seek(position)
+        except (OSError, AttributeError, ValueError):
+            return None
+        return end - position
+
     def at_end(self):
         """True when no byte is left."""
         return not self.stream.read(1)
@@ -149,10 +159,12 @@ def _read_record(reader, with_lod):
     dtype = PADDLE_DTYPES[code]
     count = int(numpy.prod(dims, dtype=numpy.int64)) if dims else 1
     nbytes = count * dtype.itemsize
-    data = reader.stream.read(nbytes)
+    remaining = reader.remaining()
+    data = reader.stream.read(nbytes) if remaining is None or remaining >= nbytes else b""
     if len(data) != nbytes:
+        held = len(data) if remaining is None else remaining
         raise PaddleFormatError(f"{name}: truncated data: shape {tuple(dims)} of data type {code} needs "
-                                f"{nbytes} bytes, the file holds {len(data)}")
+                                f"{nbytes} bytes, the file holds {held}")
     array = numpy.frombuffer(data, dtype=dtype).reshape(dims).copy()
     if code == _BF16:
         array = (array.astype(numpy.uint32) << 16).view(numpy.float32)

@@ -127,6 +127,7 @@ class Function:
             if record:
                 fn.inputs = inputs
                 fn.outputs = tuple(weakref.ref(o) for o in outs)
+                fn.output_specs = tuple((o.shape, o.dtype) for o in out)
             return outs
         result = Tensor(out if type(out) is kind else fn.xp.asarray(out), record, fn if record else None)
         if record:
@@ -390,7 +391,9 @@ def _backward_through(fn, grads, retain_graph):
     if len(gys) == 1:
         gxs = fn.backward(gys[0])
     else:
-        gys = [fn.xp.zeros_like(o.data) if g is None and o is not None else g for g, o in zip(gys, outs)]
+        # an output nobody used (or that was already freed) gets a zero gradient of its shape
+        gys = [fn.xp.zeros(shape, dtype=dtype) if g is None else g
+               for g, (shape, dtype) in zip(gys, fn.output_specs)]
         gxs = fn.backward(*gys)
     if type(gxs) is not tuple:
         gxs = (gxs,)
@@ -443,18 +446,20 @@ def _accumulate_leaf(leaf, gx):
 
 def _topological_order(root):
     """Functions reachable from ``root``, each after every Function that consumes its outputs."""
-    order, visited = [], {id(root)}
+    order, visited = [], set()
     stack = [(root, False)]
     while stack:
         fn, done = stack.pop()
         if done:
             order.append(fn)
             continue
+        if id(fn) in visited:  # pushed twice: expanded (and finished) through another consumer
+            continue
+        visited.add(id(fn))  # marked when expanded, not when pushed: every consumer finishes first
         stack.append((fn, True))
         for x in fn.inputs or ():
             parent = x.creator
             if parent is not None and id(parent) not in visited:
-                visited.add(id(parent))
                 stack.append((parent, False))
     order.reverse()
     return order

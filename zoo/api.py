@@ -30,9 +30,9 @@ def _register_everything():
     register()
 
 
-def _call_loader(spec, device):
+def _call_loader(spec):
     module_name, _, function = spec.partition(":")
-    return getattr(importlib.import_module(module_name), function)(device=device)
+    return getattr(importlib.import_module(module_name), function)()
 
 
 def _checked_weights(entry):
@@ -52,13 +52,13 @@ def load(name, device="cpu"):
     _register_everything()
     entry = card(name)
     if "loader" in entry:
-        task = _call_loader(entry["loader"], device)
+        task = _call_loader(entry["loader"])
     else:
         cfg = load_config(os.path.join(ROOT, entry["config"]))
         task = runner.build_task(cfg)
         runner.load_weights(task.model, _checked_weights(entry))
-        if device and device != "cpu":
-            task.model.to(device)
+    if device and device != "cpu":
+        task.model.to(device)
     task.model.eval()
     task.device = device
     task.card = entry

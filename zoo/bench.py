@@ -60,7 +60,12 @@ def _data_suite(quick=False):
     return benchmarks.run_all(quick=quick)
 
 
-SUITES = {"framework": _framework_suite, "data": _data_suite}
+def _lac_suite(quick=False):
+    from nlp.lac import benchmarks
+    return benchmarks.run_all(quick=quick)
+
+
+SUITES = {"framework": _framework_suite, "data": _data_suite, "lac": _lac_suite}
 
 
 def run(name, quick=False, out=None):

@@ -9,7 +9,7 @@ import json
 import os
 import sys
 
-from framework import set_device
+from framework import distributed, set_device
 from framework.config import ConfigError, load_config
 from framework.engine import CheckpointError, TrainingError, runner
 from framework.io import DataLoaderError
@@ -22,12 +22,16 @@ __all__ = ["train_main", "eval_main", "infer_main", "list_main", "show_main", "r
            "user_errors", "format_result"]
 
 USER_ERRORS = (ConfigError, CheckpointError, TrainingError, DataLoaderError, DeviceError, FileNotFoundError,
-               CatalogError, FetchError)
+               CatalogError, FetchError, distributed.DistributedError)
 
 
 def _register_everything():
     """Import the packages that register models, datasets and tasks."""
     from . import toy  # noqa: F401
+    import nlp.data.peoples_daily  # noqa: F401
+    import nlp.metrics  # noqa: F401
+    import nlp.models.lac  # noqa: F401
+    import nlp.tasks.lexical_analysis  # noqa: F401
 
 
 def _parser(description, checkpoint):
@@ -59,11 +63,17 @@ def _checkpoint(args, output_dir):
 
 
 def user_errors(main):
-    """Run ``main(argv)``; a user error becomes one line on stderr and exit status 2."""
+    """Run ``main(argv)``; a user error becomes one line on stderr and exit status 2.
+
+    In a distributed run the line names the rank, and the whole job ends.
+    """
     def wrapped(argv=None):
         try:
             return main(argv)
         except USER_ERRORS as err:
+            if distributed.is_initialized() and distributed.get_world_size() > 1:
+                print(f"[rank {distributed.get_rank()}/{distributed.get_world_size()}] error: {err}", file=sys.stderr)
+                distributed.abort(2)
             print(f"error: {err}", file=sys.stderr)
             raise SystemExit(2) from None
         except KeyboardInterrupt:
@@ -76,22 +86,45 @@ def user_errors(main):
 
 @user_errors
 def train_main(argv=None):
-    """``oar train -c CONFIG [-o k=v …] [--resume [PATH]] [--seed N] [--plot]``."""
+    """``oar train -c CONFIG [-o k=v …] [--resume [PATH]] [--seed N] [--plot] [--nproc N]``.
+
+    ``--nproc N`` runs N data-parallel processes through ``mpiexec``; a run
+    already started by an MPI launcher trains on the processes it started.
+    """
     parser = _parser("Train a model from a config.", checkpoint=False)
     parser.add_argument("--resume", nargs="?", const=True, default=None,
                         help="continue from the last checkpoint in the output dir, or from PATH")
     parser.add_argument("--seed", type=int, help="override train.seed")
     parser.add_argument("--plot", action="store_true", help="write loss/metric curves to <output_dir>/curves.png")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    parser.add_argument("--nproc", type=int, default=1,
+                        help="data-parallel processes, started through mpiexec (train.batch_size stays the global batch)")
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    launched = distributed.launched_by_mpi()
+    if args.nproc > 1 and not launched:
+        return _launch_train(args.nproc, argv)
+    if launched and args.nproc not in (1, launched):
+        raise distributed.DistributedError(f"--nproc {args.nproc} but the MPI launcher started {launched} processes")
     cfg, output_dir = _setup(args)
     trainer, summary = runner.train(cfg, output_dir=output_dir, resume=args.resume, device=args.device,
                                     seed=args.seed, progress=not args.quiet)
-    if args.plot:
-        from framework.engine.plot import plot_curves
-        plot_curves(os.path.join(output_dir, "metrics.jsonl"), os.path.join(output_dir, "curves.png"))
-    print(json.dumps({k: v for k, v in summary.items() if k != "history"}))
+    if trainer.rank == 0:
+        if args.plot:
+            from framework.engine.plot import plot_curves
+            plot_curves(os.path.join(output_dir, "metrics.jsonl"), os.path.join(output_dir, "curves.png"))
+        print(json.dumps({k: v for k, v in summary.items() if k != "history"}))
     return summary
+
+
+def _launch_train(nproc, argv):
+    """Run ``oar train argv`` as ``nproc`` MPI processes; exits with their status when one failed."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    code = distributed.launch(nproc, [sys.executable, "-m", "zoo.cli", "train", *argv], env=env)
+    if code:
+        raise SystemExit(code)
+    return None
 
 
 @user_errors
@@ -152,7 +185,7 @@ def list_main(argv=None):
     rows = [("name", "task", "metrics", "source")]
     for entry in cards().values():
         metrics = entry.get("metrics") or {}
-        shown = ", ".join(f"{k} {v}" for k, v in metrics.items()) or "-"
+        shown = ", ".join(f"{k} {v}" for k, v in metrics.items() if k != "split") or "-"
         rows.append((entry["name"], entry["task"], shown, entry.get("source", "-")))
     widths = [max(len(str(r[i])) for r in rows) for i in range(3)]
     for row in rows:

@@ -29,16 +29,17 @@ class CoarseSegmenter:
     """Cuts text into pieces along LAC's best dictionary path (see the module docstring).
 
     Args:
-        words: the dictionary words (an iterable of non-empty str).
+        words: the dictionary words (an iterable of non-empty str), kept as ``self.words``.
         total_count: the sum of the dictionary's counts (only its log is used).
     """
 
     def __init__(self, words, total_count):
         if total_count <= 0:
             raise ValueError(f"CoarseSegmenter: total_count must be positive, got {total_count}")
+        self.words, self.total_count = list(words), int(total_count)
         self.logtotal = math.log(total_count)
         prefixes = {}                       # word -> True, proper prefix -> False (LAC: len(word) / None)
-        for word in words:
+        for word in self.words:
             prefixes[word] = True
             for end in range(1, len(word)):
                 prefixes.setdefault(word[:end], False)

@@ -8,7 +8,7 @@ Network: embedding -> ``num_layers`` bidirectional GRU layers (each direction
 with its own linear input projection, Paddle ``dynamic_gru``) -> linear to tag
 scores. The model returns the emissions; the linear-chain CRF's transition
 (start row, stop row, ``trans[from, to]``) lives in ``self.crf`` and the task
-computes the loss (:meth:`crf`) and decodes (``F.viterbi_decode``).
+computes the loss through ``self.crf`` and decodes (``F.viterbi_decode``).
 
 Shapes: forward(tokens (N, T) int64, lengths (N,) int64) -> emissions (N, T, num_tags).
 
@@ -103,7 +103,11 @@ class BiGRUCRF(nn.Layer):
     @classmethod
     def from_official(cls, params):
         """A model holding the official LAC arrays ``{file name: array}`` (sizes read from them), in float32."""
-        state = official_state_dict(params)
+        return cls.from_state_dict(official_state_dict(params))
+
+    @classmethod
+    def from_state_dict(cls, state):
+        """A model sized after and holding ``state`` (our parameter names -> arrays)."""
         vocab_size, emb_dim = state["embedding.weight"].shape
         model = cls(vocab_size, state["crf.transition"].shape[1], emb_dim=emb_dim,
                     hidden=state["gru.layers.0.fw.weight_hh"].shape[0],

@@ -1,0 +1,197 @@
+"""Baidu's official LAC model (``LAC==2.1.2``, folder ``LAC/lac_model/``) converted to oar.
+
+The folder holds the network's 20 parameters in PaddlePaddle's persisted
+format (``model/``, read by :mod:`framework.paddle_format`) and four tables
+(``conf/``): ``word.dic`` (``id\\ttoken``, 58,224 ids, the last one ``OOV``),
+``tag.dic`` (``id\\ttag``; ids 16-21 and 34-35 are listed twice and the later
+names PER/LOC/ORG/TIME win), ``q2b.dic`` (``from\\tto``) and ``small_seg.dic``
+(``word count``, for the coarse segmentation). Tables are read with LAC's own
+rules (:mod:`nlp.lac.tables`).
+
+The converted weights (float32) and tables are cached under
+``$OAR_HOME/converted/lac-2.1.2/`` as ``weights.npz`` and ``tables.json``, each
+stamped with the sha256 of the source files; a later load that finds the same
+stamp skips the conversion, any other stamp converts again.
+"""
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+
+from framework import fetch as fw_fetch
+from framework import load as fw_load, save as fw_save
+from framework.paddle_format import load_paddle_params
+from nlp.data.sources import LAC, LAC_MODEL_DIR
+from nlp.models.lac import BiGRUCRF, OFFICIAL_NAMES, official_state_dict
+
+from .preprocess import OfficialPreprocessor
+from .segment import CoarseSegmenter
+from .tables import TextFormatError, load_kv_dict
+
+__all__ = ["OfficialTables", "official_model_dir", "source_files", "source_digest", "read_official_tables",
+           "convert_official", "load_official", "load_official_task"]
+
+CONF_FILES = ("word.dic", "tag.dic", "q2b.dic", "small_seg.dic")
+CACHE_FORMAT = 1
+
+
+@dataclass
+class OfficialTables:
+    """The official model's tables.
+
+    Attributes:
+        word2id: ``{token: id}`` from ``word.dic`` (later lines win).
+        q2b: ``{from: to}`` from ``q2b.dic``.
+        tag_names: the name of each tag id, ``tag_names[i]`` for i in [0, K) (``a-B`` ... ``O``).
+        segmenter: the :class:`CoarseSegmenter` of ``small_seg.dic``.
+        oov_id: ``word2id["OOV"]``.
+    """
+    word2id: dict
+    q2b: dict
+    tag_names: list
+    segmenter: CoarseSegmenter
+    oov_id: int
+
+    def preprocessor(self):
+        """The :class:`OfficialPreprocessor` over these tables."""
+        return OfficialPreprocessor(self.word2id, self.q2b, self.segmenter, self.oov_id)
+
+    def to_json(self):
+        """A JSON-ready dict of the tables."""
+        return {"word2id": list(self.word2id.items()), "q2b": list(self.q2b.items()), "tag_names": self.tag_names,
+                "seg_words": self.segmenter.words, "seg_total": self.segmenter.total_count, "oov_id": self.oov_id}
+
+    @classmethod
+    def from_json(cls, data):
+        """The tables of a :meth:`to_json` dict."""
+        return cls(word2id=dict(data["word2id"]), q2b=dict(data["q2b"]), tag_names=list(data["tag_names"]),
+                   segmenter=CoarseSegmenter(data["seg_words"], int(data["seg_total"])), oov_id=int(data["oov_id"]))
+
+
+def official_model_dir():
+    """The ``lac_model`` folder, fetched from the pinned ``LAC`` distribution into the cache on first use."""
+    return os.path.join(fw_fetch.fetch(LAC, [LAC_MODEL_DIR]), LAC_MODEL_DIR.rstrip("/"))
+
+
+def source_files(model_dir):
+    """The files a conversion reads: the parameter files and the conf tables, as sorted absolute paths."""
+    params = [os.path.join(model_dir, "model", name) for name in OFFICIAL_NAMES]
+    return sorted(params + [os.path.join(model_dir, "conf", name) for name in CONF_FILES])
+
+
+def source_digest(model_dir):
+    """sha256 (hex) over the names and contents of :func:`source_files`."""
+    digest = hashlib.sha256()
+    for path in source_files(model_dir):
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"the official LAC model folder {model_dir} lacks {path}")
+        digest.update(os.path.relpath(path, model_dir).encode("utf-8") + b"\0")
+        with open(path, "rb") as f:
+            digest.update(hashlib.sha256(f.read()).digest())
+    return digest.hexdigest()
+
+
+def read_official_tables(model_dir, num_tags):
+    """:class:`OfficialTables` from ``model_dir/conf``; ``num_tags`` is K (the CRF's width).
+
+    A tag id in [0, K) that ``tag.dic`` does not name, or a vocabulary without
+    ``OOV``, raises TextFormatError naming the file.
+    """
+    conf = os.path.join(model_dir, "conf")
+    word2id = load_kv_dict(os.path.join(conf, "word.dic"), reverse=True, value_type=int)
+    id2tag = load_kv_dict(os.path.join(conf, "tag.dic"))
+    q2b = load_kv_dict(os.path.join(conf, "q2b.dic"))
+    missing = [str(i) for i in range(num_tags) if str(i) not in id2tag]
+    if missing:
+        raise TextFormatError(f"{os.path.join(conf, 'tag.dic')}: no name for tag id(s) {', '.join(missing)} "
+                              f"of the model's {num_tags} tags")
+    if "OOV" not in word2id:
+        raise TextFormatError(f"{os.path.join(conf, 'word.dic')}: no 'OOV' token")
+    return OfficialTables(word2id=word2id, q2b=q2b, tag_names=[id2tag[str(i)] for i in range(num_tags)],
+                          segmenter=CoarseSegmenter.from_file(os.path.join(conf, "small_seg.dic")),
+                          oov_id=word2id["OOV"])
+
+
+def convert_official(model_dir):
+    """(state dict of :class:`~nlp.models.lac.BiGRUCRF` in float32, :class:`OfficialTables`) from ``model_dir``."""
+    params = load_paddle_params(os.path.join(model_dir, "model"), names=list(OFFICIAL_NAMES))
+    state = official_state_dict(params)
+    return state, read_official_tables(model_dir, state["crf.transition"].shape[1])
+
+
+def _cache_dir():
+    return os.path.join(fw_fetch.oar_home(), "converted", LAC.cache_name.lower())
+
+
+def _read_cache(cache_dir, digest):
+    """(state, tables) from the cache when both files carry ``digest``; None otherwise."""
+    weights_path, tables_path = os.path.join(cache_dir, "weights.npz"), os.path.join(cache_dir, "tables.json")
+    if not (os.path.isfile(weights_path) and os.path.isfile(tables_path)):
+        return None
+    try:
+        with open(tables_path, encoding="utf-8") as f:
+            tables = json.load(f)
+        if tables.get("format") != CACHE_FORMAT or tables.get("source_sha256") != digest:
+            return None
+        weights = fw_load(weights_path)
+        if weights.get("source_sha256") != digest:
+            return None
+        return weights["state"], OfficialTables.from_json(tables)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None                          # a damaged cache is rebuilt
+
+
+def _write_cache(cache_dir, digest, state, tables):
+    os.makedirs(cache_dir, exist_ok=True)
+    fw_save({"source_sha256": digest, "state": state}, os.path.join(cache_dir, "weights.npz"))
+    fd, tmp = tempfile.mkstemp(dir=cache_dir, suffix=".part")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({"format": CACHE_FORMAT, "source_sha256": digest, **tables.to_json()}, f, ensure_ascii=False)
+        os.replace(tmp, os.path.join(cache_dir, "tables.json"))
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def load_official(model_dir=None, cache_dir=None, use_cache=True):
+    """(model, preprocessor, tag_names) of the official LAC model, ready for inference.
+
+    Args:
+        model_dir: a ``lac_model`` folder (default: fetched from the pinned distribution).
+        cache_dir: where the converted files live (default ``$OAR_HOME/converted/lac-2.1.2``).
+        use_cache: read and write the converted cache; False always converts from the source.
+
+    Returns:
+        model: :class:`~nlp.models.lac.BiGRUCRF` in eval mode (float32).
+        preprocessor: :class:`~nlp.lac.preprocess.OfficialPreprocessor`.
+        tag_names: list of K tag names (``"n-B"``, ``"PER-I"``, ``"O"`` ...), indexed by tag id.
+    """
+    model_dir = model_dir or official_model_dir()
+    cached = None
+    if use_cache:
+        cache_dir = cache_dir or _cache_dir()
+        digest = source_digest(model_dir)
+        cached = _read_cache(cache_dir, digest)
+    if cached is None:
+        state, tables = convert_official(model_dir)
+        if use_cache:
+            _write_cache(cache_dir, digest, state, tables)
+    else:
+        state, tables = cached
+    model = BiGRUCRF.from_state_dict(state)
+    model.eval()
+    return model, tables.preprocessor(), tables.tag_names
+
+
+def load_official_task(model_dir=None, **task_options):
+    """A :class:`~nlp.tasks.lexical_analysis.LexicalAnalysis` task running the official LAC model.
+
+    ``task_options`` go to the task (``batch_size``, ``max_chunk_len``, ``customization`` ...).
+    ``task.predict_raw(["百度是一家高科技公司"])`` gives
+    ``[{"words": ["百度", "是", "一家", "高科技", "公司"], "tags": ["ORG", "v", "m", "n", "n"]}]``.
+    """
+    from nlp.tasks.lexical_analysis import LexicalAnalysis
+    model, preprocessor, tag_names = load_official(model_dir)
+    return LexicalAnalysis(model, preprocessor=preprocessor, tag_names=tag_names, **task_options)

