@@ -13,7 +13,7 @@ import numpy
 from . import backend
 
 __all__ = ["Tensor", "Function", "OpError", "to_tensor", "no_grad", "enable_grad",
-           "is_grad_enabled", "set_grad_enabled", "register_backward_end_hook"]
+           "is_grad_enabled", "set_grad_enabled", "register_backward_end_hook", "HookHandle"]
 
 _grad_enabled = True
 _ndarray = numpy.ndarray

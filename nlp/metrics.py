@@ -257,3 +257,11 @@ class LexicalMetrics(Metric):
 
     def compute(self):
         return self.counts.result()
+
+    def state(self):
+        """The (right, predicted, gold) counts per score, for merging over ranks."""
+        return dict(self.counts.counts)
+
+    def set_state(self, state):
+        """Replace the counts by a (merged) :meth:`state`."""
+        self.counts.counts = {k: numpy.asarray(v, dtype=numpy.int64) for k, v in state.items()}

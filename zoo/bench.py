@@ -65,7 +65,12 @@ def _lac_suite(quick=False):
     return benchmarks.run_all(quick=quick)
 
 
-SUITES = {"framework": _framework_suite, "data": _data_suite, "lac": _lac_suite}
+def _dist_suite(quick=False):
+    from framework.distributed import benchmarks
+    return benchmarks.run_all(quick=quick)
+
+
+SUITES = {"framework": _framework_suite, "data": _data_suite, "lac": _lac_suite, "dist": _dist_suite}
 
 
 def run(name, quick=False, out=None):

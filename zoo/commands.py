@@ -98,7 +98,7 @@ def train_main(argv=None):
     parser.add_argument("--plot", action="store_true", help="write loss/metric curves to <output_dir>/curves.png")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     parser.add_argument("--nproc", type=int, default=1,
-                        help="data-parallel processes, started through mpiexec (train.batch_size stays the global batch)")
+                        help="data-parallel processes started through mpiexec (train.batch_size stays global)")
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     launched = distributed.launched_by_mpi()

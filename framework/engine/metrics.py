@@ -20,7 +20,29 @@ def to_numpy(value):
 
 
 class Metric:
-    """Base class: ``reset()``, ``update(outputs, batch)``, ``compute() -> dict``."""
+    """Base class: ``reset()``, ``update(outputs, batch)``, ``compute() -> dict``.
+
+    ``counters`` names the attributes that ``update`` accumulates: numbers or
+    NumPy arrays that add up, or lists that concatenate. ``state()`` returns
+    them and ``set_state()`` puts them back, which is how an evaluation
+    sharded over several processes merges its ranks' counts
+    (``framework.distributed.reduce_metrics``) before ``compute()``. A metric
+    whose state is not such counters overrides both methods.
+    """
+
+    counters = ()
+
+    def state(self):
+        """``{name: value}`` of the accumulated counters."""
+        if not self.counters:
+            raise NotImplementedError(f"{type(self).__name__} declares no `counters` (the attributes update() "
+                                      "accumulates) and does not override state()/set_state()")
+        return {name: getattr(self, name) for name in self.counters}
+
+    def set_state(self, state):
+        """Replace the accumulated counters by ``state`` (as returned by :meth:`state`)."""
+        for name, value in state.items():
+            setattr(self, name, value)
 
     def reset(self):
         raise NotImplementedError
@@ -38,6 +60,8 @@ class Accuracy(Metric):
 
     Shapes: predictions (N,) int class ids, labels (N,).
     """
+
+    counters = ("correct", "total")
 
     def __init__(self, pred_key="pred", label_key="label", name="acc"):
         self.pred_key, self.label_key, self.name = pred_key, label_key, name
@@ -62,6 +86,8 @@ class Accuracy(Metric):
 @METRICS.register()
 class MeanLoss(Metric):
     """Mean of ``outputs[key]`` (a per-example loss) over all examples seen."""
+
+    counters = ("sum", "count")
 
     def __init__(self, key="loss", name="loss"):
         self.key, self.name = key, name

@@ -5,13 +5,22 @@ A config has the sections ``task``, ``model``, ``data`` (``train``, ``eval``,
 section builds through a registry, so its keys are checked against what the
 builder takes. The domain packages must be imported first (``zoo`` does it) so
 their names are registered.
+
+Under an MPI launcher ``train`` runs data parallel: ``train.batch_size`` is
+the global batch (each of N ranks takes batch_size / N), the model is wrapped
+in ``DataParallel`` (with ``train.sync_bn``, its BatchNorms become
+SyncBatchNorm), and each rank reads its own shard of the training and
+evaluation data, so one config gives the same training on 1 or N processes.
 """
 import fnmatch
+import math
 import os
 
+from .. import distributed
 from .. import random as fw_random
 from ..config import ConfigError, SOURCE_KEY, check_keys, check_type, location
-from ..io import DataLoader
+from ..io import DataLoader, DistributedBatchSampler
+from ..io.dataset import is_iterable_dataset
 from ..optimizer import ClipGradByGlobalNorm
 from ..registry import DATASETS, METRICS, MODELS, OPTIMIZERS, SCHEDULERS, TASKS
 from .checkpoint import load_checkpoint, restore_model
@@ -26,12 +35,12 @@ TRAIN_DEFAULTS = {
     "epochs": 1, "max_steps": None, "batch_size": 32, "eval_batch_size": None, "eval_every": None,
     "metric": None, "metric_mode": "max", "early_stop": None, "log_every": 10, "seed": 0,
     "lr_step": "epoch", "grad_clip": None, "num_workers": 0, "worker_type": "thread", "prefetch": 2,
-    "shuffle": True, "drop_last": False,
+    "shuffle": True, "drop_last": False, "sync_bn": False,
 }
 _TRAIN_TYPES = {"epochs": int, "max_steps": int, "batch_size": int, "eval_batch_size": int, "eval_every": int,
                 "metric": str, "metric_mode": str, "early_stop": int, "log_every": int, "seed": int,
                 "lr_step": str, "grad_clip": float, "num_workers": int, "worker_type": str, "prefetch": int,
-                "shuffle": bool, "drop_last": bool}
+                "shuffle": bool, "drop_last": bool, "sync_bn": bool}
 
 
 def check_sections(cfg):
@@ -66,13 +75,27 @@ def build_dataset(cfg, split):
     return DATASETS.build(data[split], where=location(cfg, f"data.{split}"))
 
 
-def build_loader(dataset, task, train_cfg, training):
-    """A DataLoader over ``dataset`` with the task's collate function and the train section's options."""
+def build_loader(dataset, task, train_cfg, training, rank=0, world_size=1):
+    """A DataLoader over ``dataset`` with the task's collate function and the train section's options.
+
+    With ``world_size`` > 1 it reads rank ``rank``'s shard and the batch sizes
+    are global: in training each rank takes ``batch_size / world_size``
+    samples of every global batch (DistributedBatchSampler); in evaluation the
+    ranks split the samples without padding (ShardedBatchSampler).
+    """
     batch_size = train_cfg["batch_size"] if training else (train_cfg["eval_batch_size"] or train_cfg["batch_size"])
-    return DataLoader(dataset, batch_size=batch_size, shuffle=training and train_cfg["shuffle"],
-                      drop_last=training and train_cfg["drop_last"], num_workers=train_cfg["num_workers"],
-                      worker_type=train_cfg["worker_type"], prefetch=train_cfg["prefetch"],
-                      collate_fn=getattr(task, "collate_fn", None), seed=train_cfg["seed"])
+    options = dict(num_workers=train_cfg["num_workers"], worker_type=train_cfg["worker_type"],
+                   prefetch=train_cfg["prefetch"], collate_fn=getattr(task, "collate_fn", None), seed=train_cfg["seed"])
+    if world_size == 1:
+        return DataLoader(dataset, batch_size=batch_size, shuffle=training and train_cfg["shuffle"],
+                          drop_last=training and train_cfg["drop_last"], **options)
+    if training:
+        sampler = DistributedBatchSampler(dataset, batch_size // world_size, rank, world_size,
+                                          shuffle=train_cfg["shuffle"], seed=train_cfg["seed"],
+                                          drop_last=train_cfg["drop_last"])
+    else:
+        sampler = distributed.ShardedBatchSampler(dataset, math.ceil(batch_size / world_size), rank, world_size)
+    return DataLoader(dataset, batch_sampler=sampler, **options)
 
 
 def build_scheduler(cfg):
@@ -142,6 +165,7 @@ def train(cfg, output_dir=None, resume=None, device=None, seed=None, progress=Tr
 
     ``resume`` is None, True (the last checkpoint in ``output_dir``) or a path.
     """
+    env = distributed.init_parallel_env(device)
     train_cfg = check_sections(cfg)
     if seed is not None:
         train_cfg["seed"] = seed
@@ -152,8 +176,11 @@ def train(cfg, output_dir=None, resume=None, device=None, seed=None, progress=Tr
     train_set, eval_set = build_dataset(cfg, "train"), build_dataset(cfg, "eval")
     if train_set is None:
         raise ConfigError(f"{location(cfg, 'data')}: training needs data.train")
-    train_loader = build_loader(train_set, task, train_cfg, training=True)
-    eval_loader = build_loader(eval_set, task, train_cfg, training=False) if eval_set is not None else None
+    if env.world_size > 1:
+        _make_data_parallel(cfg, train_cfg, task, (train_set, eval_set), env)
+    shard = dict(rank=env.rank, world_size=env.world_size)
+    train_loader = build_loader(train_set, task, train_cfg, training=True, **shard)
+    eval_loader = build_loader(eval_set, task, train_cfg, training=False, **shard) if eval_set is not None else None
     scheduler = build_scheduler(cfg)
     optimizer = build_optimizer(cfg, task.model, scheduler, train_cfg["grad_clip"])
     output_dir = output_dir or default_output_dir(cfg)
@@ -166,6 +193,27 @@ def train(cfg, output_dir=None, resume=None, device=None, seed=None, progress=Tr
     if resume:
         trainer.resume(None if resume is True else resume)
     return trainer, trainer.fit()
+
+
+def _make_data_parallel(cfg, train_cfg, task, datasets, env):
+    """Check that ``cfg`` can train on ``env.world_size`` ranks; wrap the task's model in DataParallel.
+
+    Ranks other than 0 then reseed the framework's generator (dropout) from
+    ``(seed, rank)``, so their random streams differ.
+    """
+    world = env.world_size
+    if train_cfg["batch_size"] % world:
+        raise ConfigError(f"{location(cfg, 'train')}: batch_size {train_cfg['batch_size']} is the global batch; "
+                          f"it must divide evenly over the {world} processes")
+    if any(d is not None and is_iterable_dataset(d) for d in datasets):
+        raise ConfigError(f"{location(cfg, 'data')}: training on {world} processes needs map-style datasets "
+                          "(a stream cannot be sharded between ranks)")
+    distributed.check_reducible(task.metrics())
+    if train_cfg["sync_bn"]:
+        task.model = distributed.convert_sync_batchnorm(task.model)
+    task.model = distributed.DataParallel(task.model)
+    if env.rank > 0:
+        fw_random.seed(distributed.rank_seed(train_cfg["seed"], env.rank))
 
 
 def evaluate_config(cfg, checkpoint, split="eval", device=None):

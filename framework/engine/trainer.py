@@ -12,6 +12,9 @@ import os
 import sys
 import time
 
+import numpy
+
+from .. import distributed
 from .. import random as fw_random
 from ..tensor import no_grad
 from .checkpoint import save_checkpoint, load_checkpoint, restore_model, CheckpointError
@@ -25,7 +28,12 @@ class TrainingError(RuntimeError):
 
 
 def evaluate(task, loader, device=None):
-    """Run ``task.predict_batch`` over ``loader`` without gradients; returns the merged metric dict."""
+    """Run ``task.predict_batch`` over ``loader`` without gradients; returns the merged metric dict.
+
+    When ``loader`` reads one shard per rank (its batch sampler has a
+    ``world_size`` > 1), the metrics' counts are merged over the ranks first,
+    so every rank returns the metrics of the whole dataset.
+    """
     metrics = task.metrics()
     for metric in metrics:
         metric.reset()
@@ -36,6 +44,8 @@ def evaluate(task, loader, device=None):
             outputs = task.predict_batch(tensors)
             for metric in metrics:
                 metric.update(outputs, batch)
+    if getattr(getattr(loader, "batch_sampler", None), "world_size", 1) > 1:
+        distributed.reduce_metrics(metrics)
     result = {}
     for metric in metrics:
         result.update(metric.compute())
@@ -91,6 +101,11 @@ class Trainer:
         output_dir: where ``last.npz``, ``best.npz`` and ``metrics.jsonl`` go (None: nothing written).
         log_every: steps between progress lines. device: 'cpu' or 'gpu'.
         config: the resolved config, stored inside checkpoints.
+
+    Under data parallelism (``framework.distributed``) every rank runs this
+    loop on its shard: the loss shown and checked for NaN is the mean over
+    ranks, and only rank 0 prints and writes files. ``save`` (so ``fit``) is
+    then collective: every rank calls it.
     """
 
     def __init__(self, task, optimizer, train_loader, eval_loader=None, scheduler=None, lr_step="epoch",
@@ -107,9 +122,10 @@ class Trainer:
         self.lr_step, self.epochs, self.max_steps = lr_step, epochs, max_steps
         self.eval_every, self.metric, self.metric_mode = eval_every, metric, metric_mode
         self.early_stop, self.output_dir, self.device, self.config = early_stop, output_dir, device, config
+        self.rank, self.world_size = distributed.get_rank(), distributed.get_world_size()
         steps_per_epoch = len(train_loader)
         total = max_steps if max_steps is not None else steps_per_epoch * epochs
-        self.progress = _Progress(total, max(1, log_every), enabled=progress)
+        self.progress = _Progress(total, max(1, log_every), enabled=progress and self.rank == 0)
         self.state = {"epoch": 0, "step": 0, "best": None, "best_step": -1, "bad_evals": 0, "last_loss": None}
         self.history = []
 
@@ -125,14 +141,19 @@ class Trainer:
     # ---- checkpoints ------------------------------------------------------
     def save(self, name):
         """Write the full training state to ``output_dir/name``; returns the path."""
+        trainer_state = self._trainer_state()
+        if self.rank != 0:
+            return self._path(name)
         return save_checkpoint(self._path(name), self.task.model, self.optimizer, self.scheduler,
                                rng=fw_random.get_rng_state(), loader=self.train_loader.state_dict(),
-                               trainer=self._trainer_state(), config=self.config)
+                               trainer=trainer_state, config=self.config)
 
     def _trainer_state(self):
         state = dict(self.state)
         state["best"] = float("nan") if state["best"] is None else state["best"]
         state["last_loss"] = float("nan") if state["last_loss"] is None else state["last_loss"]
+        if self.world_size > 1:  # the random streams of ranks 1…N-1 (rank 0's is the checkpoint's ``rng``)
+            state["rank_rng"] = distributed.all_gather_object(fw_random.get_rng_state())[1:]
         return state
 
     def resume(self, path=None):
@@ -162,6 +183,12 @@ class Trainer:
             if key in saved:
                 value = float(saved[key])
                 self.state[key] = None if math.isnan(value) else value
+        if self.rank > 0:  # each rank goes on with its own random stream (a fresh one if N changed)
+            streams = saved.get("rank_rng", [])
+            if len(streams) == self.world_size - 1:
+                fw_random.set_rng_state(streams[self.rank - 1])
+            else:
+                fw_random.seed(distributed.rank_seed(self.state["step"], self.rank))
         return path
 
     # ---- the loop ---------------------------------------------------------
@@ -177,7 +204,7 @@ class Trainer:
                 state["step"] += 1
                 state["last_loss"] = loss
                 self.progress.update(state["epoch"], epochs, state["step"], loss, self.optimizer.get_lr(),
-                                     batch_size_of(batch))
+                                     batch_size_of(batch) * self.world_size)
                 if self.eval_every and state["step"] % self.eval_every == 0:
                     stopped_early = self._evaluate_and_save()
                     model.train()
@@ -204,6 +231,8 @@ class Trainer:
     def _train_step(self, batch):
         loss = self.task.loss(to_tensors(batch, self.device))
         value = float(loss.item())
+        if self.world_size > 1:  # every rank sees the mean loss, so all stop together on NaN
+            value = float(distributed.all_reduce(numpy.array([value]), "avg")[0])
         if not math.isfinite(value):
             last = self.last_checkpoint or "none saved yet"
             raise TrainingError(f"loss is {value} at step {self.state['step'] + 1} "
@@ -240,9 +269,10 @@ class Trainer:
         self.progress.message(f"eval at step {state['step']}: {shown}" if shown else f"step {state['step']} done")
         stop = bool(self.early_stop) and state["bad_evals"] >= self.early_stop
         if self.output_dir:
-            os.makedirs(self.output_dir, exist_ok=True)
-            with open(self._path("metrics.jsonl"), "a") as f:
-                f.write(json.dumps(record) + "\n")
+            if self.rank == 0:
+                os.makedirs(self.output_dir, exist_ok=True)
+                with open(self._path("metrics.jsonl"), "a") as f:
+                    f.write(json.dumps(record) + "\n")
             self.save("last.npz")
             if improved:
                 self.save("best.npz")

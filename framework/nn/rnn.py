@@ -6,7 +6,9 @@ input projection ``Linear(in, G*H)`` (G = 3 for GRU, 4 for LSTM) feeding
 PaddlePaddle's ``dynamic_gru`` / ``dynamic_lstm`` op
 (:func:`framework.nn.functional.dynamic_gru`), whose recurrent weight is
 (H, G*H) and bias (1, G*H). Layer k > 0 reads the previous layer's output,
-``concat([forward, backward], axis=-1)`` when bidirectional.
+``concat([forward, backward], axis=-1)`` when bidirectional. A bidirectional
+GRU layer runs both directions in one time loop
+(:func:`framework.nn.functional.dynamic_bigru`).
 
 Parameter names (k = layer index; ``fw`` = forward direction, ``bw`` = the
 reverse one; direction 'forward' has only ``fw``, 'reverse' only ``bw``,
@@ -110,6 +112,9 @@ class _RNNBase(Layer):
         for k, layer in enumerate(self.layers):
             if k > 0 and self.dropout is not None:
                 x = self.dropout(x)
+            if self.mode == "gru" and len(self.directions) == 2:
+                x = self._bidirectional_gru(layer, x, lengths, k, initial_states, finals)
+                continue
             outputs = []
             for d, name in enumerate(self.directions):
                 index = k * len(self.directions) + d
@@ -119,6 +124,17 @@ class _RNNBase(Layer):
                 finals.append(last)
             x = outputs[0] if len(outputs) == 1 else ops.concat(outputs, axis=-1)   # (N, T, H * dirs)
         return x, finals
+
+    @staticmethod
+    def _bidirectional_gru(layer, x, lengths, k, initial_states, finals):
+        """Layer k of a bidirectional GRU, both directions in one time loop; appends the final states."""
+        fw, bw = layer["fw"], layer["bw"]
+        h0 = (None, None) if initial_states is None else tuple(initial_states[0][2 * k + d] for d in (0, 1))
+        hidden, last_fw, last_bw = F.dynamic_bigru(fw.input_proj(x), bw.input_proj(x), lengths, fw.weight_hh,
+                                                   bw.weight_hh, fw.bias_hh, bw.bias_hh, *h0,
+                                                   origin_mode=fw.origin_mode)
+        finals.extend([(last_fw,), (last_bw,)])
+        return hidden                                                        # (N, T, 2H)
 
     def extra_repr(self):
         return (f"{self.input_size}, {self.hidden_size}, num_layers={self.num_layers}, "

@@ -9,7 +9,9 @@ lengths[n]-1 down to 0, and writes its outputs at their original positions.
 
 Each op is one Function over the whole sequence: forward runs every time step
 in ``framework.kernels`` and backward runs backpropagation through time there,
-from the gates cached in forward.
+from the gates cached in forward. The GRU kernel runs the rows sorted by
+decreasing length and computes only the rows still running at each step, and
+:func:`dynamic_bigru` runs both directions of a layer in the same time loop.
 """
 import numpy
 
@@ -18,7 +20,7 @@ from ..kernels import gru as gru_kernel, lstm as lstm_kernel
 from ..tensor import Function, Tensor, OpError
 from .utils import check_float
 
-__all__ = ["dynamic_gru", "dynamic_lstm"]
+__all__ = ["dynamic_gru", "dynamic_bigru", "dynamic_lstm"]
 
 
 def sequence_lengths(lengths, x, op, minimum=0):
@@ -118,27 +120,87 @@ def _zeros(like, shape):
     return Tensor(backend.get_array_module(like.data).zeros(shape, dtype=like.dtype))
 
 
+class _SortedRuns:
+    """Gathers between batch-major (N, T, F) arrays and the GRU kernel's sorted, time-major runs (S, T, N, F).
+
+    The kernel's row i is sequence ``order[i]`` (rows by decreasing length) and
+    its step t of run s reads position ``index[s][n, t]`` of sequence n (t, or
+    lengths-1-t inside the length for a reverse run); ``active[t]`` (host ints)
+    counts the rows still running at step t. The position map is its own
+    inverse and ``rank`` inverts ``order``, so one gather serves both ways.
+    """
+
+    def __init__(self, lengths, num_steps, reverses):
+        xp = backend.get_array_module(lengths)
+        self.lengths = lengths
+        self.order = xp.argsort(-lengths)
+        self.rank = xp.empty_like(self.order)
+        self.rank[self.order] = xp.arange(len(lengths))
+        host = numpy.asarray(backend.to_device(lengths, "cpu"))
+        self.active = (host[None, :] > numpy.arange(num_steps)[:, None]).sum(axis=1).tolist()
+        self.index = [time_index(lengths, num_steps, reverse) for reverse in reverses]
+
+    def to_runs(self, arrays):
+        """S arrays (N, T, F) -> (S, T, N, F) in run order."""
+        xp = backend.get_array_module(arrays[0])
+        n, num_steps, width = arrays[0].shape
+        out = xp.empty((len(arrays), num_steps, n, width), dtype=arrays[0].dtype)
+        for s, a in enumerate(arrays):
+            out[s] = a[self.order[None, :], self.index[s][self.order].T]
+        return out
+
+    def from_runs(self, runs, offset=0):
+        """(S, T', N, F) in run order -> S arrays (N, T, F), reading step t at ``runs[s, t + offset]``."""
+        return [runs[s][self.index[s] + offset, self.rank[:, None]] for s in range(len(self.index))]
+
+    def sort_rows(self, a):
+        """(S, N, F) in batch order -> run order."""
+        return a[:, self.order]
+
+    def unsort_rows(self, a):
+        """(S, N, F) in run order -> batch order."""
+        return a[:, self.rank]
+
+
 class DynamicGRU(Function):
-    """GRU over a padded batch; attributes ``lengths``, ``reverse``, ``origin_mode``."""
+    """S GRU runs over one padded batch in one time loop (the directions of a layer).
 
-    def forward(self, x, weight, bias, h0):
-        d = weight.shape[0]
-        seq = _Sequence(self.lengths, x.shape[1], self.reverse, x.dtype)
-        flat = weight.reshape(-1)
-        w_ur, w_c = flat[:2 * d * d].reshape(d, 2 * d), flat[2 * d * d:].reshape(d, d)
-        x_tm = seq.to_time_major(x)
-        x_tm += bias.reshape(1, 1, -1)
-        states, gates, reset_h = gru_kernel.gru_forward(x_tm, seq.mask, w_ur, w_c, h0, self.origin_mode)
-        self.saved = seq, states, gates, reset_h, w_ur, w_c, bias.shape
-        return seq.outputs(states[1:]), states[-1].copy()
+    Inputs: x_1..x_S (N, T, 3D), weight_1..S (D, 3D), bias_1..S, h0_1..S (N, D);
+    attributes ``lengths``, ``reverses`` (one bool per run) and ``origin_mode``.
+    Outputs: hidden (N, T, S*D), the runs' states side by side (0 past each
+    length), then each run's last state (N, D).
+    """
 
-    def backward(self, grad_hidden, grad_last):
-        seq, states, gates, reset_h, w_ur, w_c, bias_shape = self.saved
+    def forward(self, *arrays):
+        xp, runs = self.xp, len(self.reverses)
+        xs, weights, biases, h0s = (arrays[i * runs:(i + 1) * runs] for i in range(4))
+        n, num_steps, width = xs[0].shape
+        d = width // 3
+        seq = _SortedRuns(self.lengths, num_steps, self.reverses)
+        flat = xp.stack(weights).reshape(runs, -1)                                   # (S, 3D*D)
+        w_ur, w_c = flat[:, :2 * d * d].reshape(runs, d, 2 * d), flat[:, 2 * d * d:].reshape(runs, d, d)
+        x_runs = seq.to_runs(xs)                                                     # (S, T, N, 3D)
+        x_runs += xp.stack([b.reshape(-1) for b in biases])[:, None, None, :]
+        states, gates, reset_h = gru_kernel.gru_forward(x_runs, seq.active, w_ur, w_c,
+                                                        seq.sort_rows(xp.stack(h0s)), self.origin_mode)
+        self.saved = seq, states, gates, reset_h, w_ur, w_c, [b.shape for b in biases]
+        hidden = seq.from_runs(states, offset=1)                                     # S x (N, T, D)
+        last = seq.unsort_rows(states[:, seq.lengths[seq.order], xp.arange(n)])       # (S, N, D)
+        return (hidden[0] if runs == 1 else xp.concatenate(hidden, axis=-1), *last)
+
+    def backward(self, grad_hidden, *grad_last):
+        xp = self.xp
+        seq, states, gates, reset_h, w_ur, w_c, bias_shapes = self.saved
+        runs, d = len(self.reverses), w_c.shape[-1]
+        grad_states = seq.to_runs([grad_hidden[..., s * d:(s + 1) * d] for s in range(runs)])
         grad_x, grad_w_ur, grad_w_c, grad_h0 = gru_kernel.gru_backward(
-            states, gates, reset_h, seq.mask, w_ur, w_c, seq.output_grad(grad_hidden), grad_last, self.origin_mode)
-        grad_weight = self.xp.concatenate([grad_w_ur.reshape(-1), grad_w_c.reshape(-1)]).reshape(w_c.shape[0], -1)
-        grad_bias = grad_x.sum(axis=(0, 1)).reshape(bias_shape)
-        return seq.to_batch_major(grad_x), grad_weight, grad_bias, grad_h0
+            states, gates, reset_h, seq.active, w_ur, w_c, grad_states, seq.sort_rows(xp.stack(grad_last)),
+            self.origin_mode)
+        grad_weights = xp.concatenate([grad_w_ur.reshape(runs, -1), grad_w_c.reshape(runs, -1)], axis=1)
+        grad_biases = grad_x.sum(axis=(1, 2))                                        # (S, 3D)
+        grad_h0 = seq.unsort_rows(grad_h0)
+        return (*seq.from_runs(grad_x), *grad_weights.reshape(runs, d, 3 * d),
+                *(g.reshape(shape) for g, shape in zip(grad_biases, bias_shapes)), *grad_h0)
 
 
 class DynamicLSTM(Function):
@@ -194,8 +256,45 @@ def dynamic_gru(x_proj, lengths, weight, bias=None, h0=None, reverse=False, orig
     lengths = sequence_lengths(lengths, x_proj, "dynamic_gru")
     bias = _zeros(x_proj, (1, 3 * d)) if bias is None else bias
     h0 = _zeros(x_proj, (x_proj.shape[0], d)) if h0 is None else h0
-    return DynamicGRU.apply(x_proj, weight, bias, h0, lengths=lengths, reverse=bool(reverse),
+    return DynamicGRU.apply(x_proj, weight, bias, h0, lengths=lengths, reverses=(bool(reverse),),
                             origin_mode=bool(origin_mode))
+
+
+def dynamic_bigru(x_fw, x_bw, lengths, weight_fw, weight_bw, bias_fw=None, bias_bw=None, h0_fw=None, h0_bw=None,
+                  origin_mode=False):
+    """Both directions of a bidirectional GRU layer in one time loop: :func:`dynamic_gru` forward on ``x_fw``
+    and reversed on ``x_bw``, each with its own weights, outputs side by side.
+
+    Equal to ``concat([dynamic_gru(x_fw, lengths, weight_fw, bias_fw, h0_fw)[0],
+    dynamic_gru(x_bw, lengths, weight_bw, bias_bw, h0_bw, reverse=True)[0]], axis=-1)``
+    (and the two last states), but each time step runs both directions in one
+    batched GEMM and one set of elementwise kernels.
+
+    Args:
+        x_fw, x_bw: (N, T, 3D) float Tensors, the inputs projected for each direction.
+        lengths: (N,) int64 Tensor/array/list of valid lengths in [0, T], or None (all T).
+        weight_fw, weight_bw: (D, 3D) recurrent weights (flat-buffer layout, see :func:`dynamic_gru`).
+        bias_fw, bias_bw: (1, 3D) or (3D,) biases, or None.
+        h0_fw, h0_bw: (N, D) initial states, or None (zeros).
+        origin_mode: the update rule (see :func:`dynamic_gru`).
+
+    Returns:
+        (hidden, last_fw, last_bw): hidden (N, T, 2D), ``[forward | backward]``
+        states, 0 at t >= lengths[n]; last_fw and last_bw (N, D), each
+        direction's state after its final step (position lengths-1, resp. 0).
+    """
+    d = _check_recurrent("dynamic_bigru", x_fw, weight_fw, bias_fw, {"h0_fw": h0_fw}, gates=3)
+    _check_recurrent("dynamic_bigru", x_bw, weight_bw, bias_bw, {"h0_bw": h0_bw}, gates=3)
+    if x_bw.shape != x_fw.shape or weight_bw.shape != weight_fw.shape:
+        raise OpError(f"dynamic_bigru: both directions need the same shapes, got x {x_fw.shape} and {x_bw.shape}, "
+                      f"weight {weight_fw.shape} and {weight_bw.shape}")
+    lengths = sequence_lengths(lengths, x_fw, "dynamic_bigru")
+    bias_fw = _zeros(x_fw, (1, 3 * d)) if bias_fw is None else bias_fw
+    bias_bw = _zeros(x_fw, (1, 3 * d)) if bias_bw is None else bias_bw
+    h0_fw = _zeros(x_fw, (x_fw.shape[0], d)) if h0_fw is None else h0_fw
+    h0_bw = _zeros(x_fw, (x_fw.shape[0], d)) if h0_bw is None else h0_bw
+    return DynamicGRU.apply(x_fw, x_bw, weight_fw, weight_bw, bias_fw, bias_bw, h0_fw, h0_bw, lengths=lengths,
+                            reverses=(False, True), origin_mode=bool(origin_mode))
 
 
 def dynamic_lstm(x_proj, lengths, weight, bias=None, h0=None, c0=None, reverse=False):

@@ -137,3 +137,19 @@ def test_lexical_metrics_rejects_bad_batches():
     with pytest.raises(ValueError, match="a length of 3 exceeds"):
         metric.update({"tags": numpy.zeros((1, 2), numpy.int64)},
                       {"labels": numpy.zeros((1, 2), numpy.int64), "tokens_lengths": numpy.asarray([3])})
+
+
+def test_lexical_metrics_state_round_trip_merges_counts():
+    from nlp.metrics import LexicalMetrics
+    from nlp.data.peoples_daily import TAGSET
+    n_b, n_i = TAGSET.encode(["n-B", "n-I"])
+    batch = {"labels": numpy.array([[n_b, n_i, n_b]]), "tokens_lengths": numpy.array([3])}
+    first, second = LexicalMetrics(), LexicalMetrics()
+    first.update({"tags": numpy.array([[n_b, n_i, n_b]])}, batch)
+    second.update({"tags": numpy.array([[n_b, n_b, n_b]])}, batch)
+    merged = {k: first.state()[k] + second.state()[k] for k in first.state()}
+    combined = LexicalMetrics()
+    combined.set_state(merged)
+    # 4 gold words, 5 predicted words, 3 right in all: P 3/5, R 3/4
+    assert combined.compute()["seg_p"] == pytest.approx(3 / 5)
+    assert combined.compute()["seg_r"] == pytest.approx(3 / 4)

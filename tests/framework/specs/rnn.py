@@ -1,4 +1,4 @@
-"""Specs for framework/ops/rnn.py: dynamic_gru and dynamic_lstm on uneven lengths.
+"""Specs for framework/ops/rnn.py: dynamic_gru, dynamic_bigru and dynamic_lstm on uneven lengths.
 
 References are per-sequence Python loops over each sequence's valid steps
 (reversed order for the reverse direction), written from Paddle's formulas.
@@ -88,6 +88,25 @@ def _gru_defaults_spec():
                   id="rnn.dynamic_gru[defaults]")
 
 
+def _bigru_spec(origin_mode, lengths):
+    """Both directions in one op: the two single-direction references side by side."""
+    def make(rng):
+        return [rng.uniform(-1, 1, (N, T, 3 * D)), rng.uniform(-1, 1, (N, T, 3 * D)),
+                numpy.array(lengths, dtype=numpy.int64), rng.uniform(-1, 1, (D, 3 * D)),
+                rng.uniform(-1, 1, (D, 3 * D)), rng.uniform(-0.5, 0.5, (1, 3 * D)), rng.uniform(-0.5, 0.5, (3 * D,)),
+                rng.uniform(-1, 1, (N, D)), rng.uniform(-1, 1, (N, D))]
+
+    def ref(x_fw, x_bw, lengths, w_fw, w_bw, b_fw, b_bw, h0_fw, h0_bw):
+        hidden_fw, last_fw = gru_reference(x_fw, lengths, w_fw, b_fw, h0_fw, False, origin_mode)
+        hidden_bw, last_bw = gru_reference(x_bw, lengths, w_bw, b_bw, h0_bw, True, origin_mode)
+        return numpy.concatenate([hidden_fw, hidden_bw], axis=-1), last_fw, last_bw
+
+    return OpSpec("dynamic_bigru",
+                  lambda x_fw, x_bw, lengths, *rest: F.dynamic_bigru(x_fw, x_bw, lengths, *rest,
+                                                                     origin_mode=origin_mode),
+                  make, ref, id=f"rnn.dynamic_bigru[origin_mode={origin_mode},lengths={lengths}]")
+
+
 def _lstm_spec(reverse):
     return OpSpec(
         "dynamic_lstm",
@@ -101,6 +120,8 @@ SPECS = [_gru_spec(reverse, origin) for reverse in (False, True) for origin in (
 SPECS += [
     _gru_spec(True, False, lengths=[3, 0, 5], bias_shape=(3 * D,)),
     _gru_defaults_spec(),
+    _bigru_spec(False, LENGTHS),
+    _bigru_spec(True, [3, 0, 5]),
     _lstm_spec(False),
     _lstm_spec(True),
 ]
