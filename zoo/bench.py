@@ -70,7 +70,13 @@ def _dist_suite(quick=False):
     return benchmarks.run_all(quick=quick)
 
 
-SUITES = {"framework": _framework_suite, "data": _data_suite, "lac": _lac_suite, "dist": _dist_suite}
+def _video_data_suite(quick=False):
+    from video import benchmarks
+    return benchmarks.run_all(quick=quick)
+
+
+SUITES = {"framework": _framework_suite, "data": _data_suite, "lac": _lac_suite, "dist": _dist_suite,
+          "video_data": _video_data_suite}
 
 
 def run(name, quick=False, out=None):

@@ -32,6 +32,8 @@ def _register_everything():
     import nlp.metrics  # noqa: F401
     import nlp.models.lac  # noqa: F401
     import nlp.tasks.lexical_analysis  # noqa: F401
+    import video.data  # noqa: F401
+    import video.metrics  # noqa: F401
 
 
 def _parser(description, checkpoint):

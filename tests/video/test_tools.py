@@ -1,0 +1,54 @@
+"""tools/make_synthetic_videos.py and tools/extract_features.py end to end; the video_data benchmark runs."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy
+import pytest
+
+pytest.importorskip("av")
+pytest.importorskip("cv2")
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def _run(tool, *args):
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "tools", f"{tool}.py"), *args],
+                            capture_output=True, text=True, cwd=ROOT, timeout=300)
+    return result
+
+
+def test_generate_then_extract_features(tmp_path):
+    out = tmp_path / "set"
+    made = _run("make_synthetic_videos", "--out", str(out), "--num", "12", "--seed", "3", "--workers", "2",
+                "--width", "32", "48", "--height", "32", "32", "--num_frames", "16", "20")
+    assert made.returncode == 0, made.stderr
+    summary = json.loads(made.stdout.strip().splitlines()[-1])
+    assert summary["videos"] == 12 and summary["splits"] == {"train": 8, "dev": 2, "test": 2}
+    assert "12/12 videos" in made.stderr
+    assert len(os.listdir(out / "videos")) == 12
+    extracted = _run("extract_features", "--list", str(out / "multilabel_train.txt"), "--out", str(tmp_path / "f"),
+                     "--model", "resnet18", "--num_frames", "3", "--size", "32")
+    assert extracted.returncode == 0, extracted.stderr
+    result = json.loads(extracted.stdout.strip().splitlines()[-1])
+    assert result["extracted"] == 8 and not result["failed"]
+    lines = (tmp_path / "f" / "multilabel_train.txt").read_text().splitlines()
+    name, labels = lines[0].split()
+    assert len(lines) == 8 and "," in labels
+    assert numpy.load(tmp_path / "f" / "rgb" / f"{name}.npy").shape == (3, 512)
+
+
+def test_bad_generator_ranges_are_reported(tmp_path):
+    result = _run("make_synthetic_videos", "--out", str(tmp_path), "--num", "2", "--travel", "0.1", "0.2")
+    assert result.returncode == 2 and "travel must be at least 0.25" in result.stderr
+
+
+def test_video_data_benchmark_quick():
+    from video.benchmarks import run_all
+    result = run_all(quick=True)
+    assert result["decode"]["seek_8_frames_s"] > 0 and result["decode"]["frames"] >= 32
+    rows = result["tsn_112"]
+    assert [(r["worker_type"], r["num_workers"]) for r in rows] == [
+        ("main", 0), ("thread", 1), ("thread", 2), ("process", 1), ("process", 2)]
+    assert all(r["samples_per_s"] > 0 for r in rows)

@@ -1,0 +1,68 @@
+"""Extract per-frame features of every video in a list file (the YouTube-8M-style feature dataset).
+
+``python tools/extract_features.py --list motion_train.txt --out features/ --model resnet18
+[--weights W.npz [--weights_prefix backbone.]] [--num_frames 16] [--size 112]``
+
+Runs the image backbone ``--model`` (a registered model built with
+``num_classes=0``, so its output is the pooled feature) over ``--num_frames``
+evenly spread frames of each video and writes ``OUT/rgb/<name>.npy`` (frames,
+dim) plus ``OUT/<list file name>`` (``name labels`` lines). Videos already
+extracted are skipped, so rerunning resumes an interrupted run. See
+:mod:`video.data.features`.
+"""
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import framework  # noqa: E402
+import vision.models  # noqa: E402,F401  (registers the backbones)
+from framework.registry import MODELS  # noqa: E402
+from video.data.datasets import read_class_names, read_list_file  # noqa: E402
+from video.data.features import FeatureExtractor, extract_features, feature_transforms  # noqa: E402
+from video.data.progress import ProgressLine  # noqa: E402
+from vision.models.weights import load_pretrained, read_weights  # noqa: E402
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--list", required=True, help="list file: 'path label' or 'path l1,l2,...' lines")
+    parser.add_argument("--root", help="folder of the list's relative paths (default: the list file's folder)")
+    parser.add_argument("--out", required=True, help="output folder")
+    parser.add_argument("--class_names", help="class-names file, when labels are written as names")
+    parser.add_argument("--model", default="resnet18", help="registered backbone (default resnet18)")
+    parser.add_argument("--weights", help="weights file or training checkpoint for the backbone")
+    parser.add_argument("--weights_prefix", default="", help="use only weights under this prefix (e.g. backbone.)")
+    parser.add_argument("--num_frames", type=int, default=16, help="frames per video, spread evenly; 0 = all")
+    parser.add_argument("--size", type=int, default=224, help="crop size (short side resized to size * 8/7)")
+    parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--modality", default="rgb", help="feature folder name (default rgb)")
+    parser.add_argument("--on_error", choices=["skip", "raise"], default="skip")
+    parser.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
+    args = parser.parse_args(argv)
+
+    framework.set_device(args.device)
+    names = read_class_names(args.class_names) if args.class_names else None
+    entries = read_list_file(args.list, multi_label=True, class_names=names)
+    root = args.root or os.path.dirname(os.path.abspath(args.list))
+    model = MODELS.build({"type": args.model, "num_classes": 0}, where="--model")
+    if args.weights:
+        state = read_weights(args.weights)
+        if args.weights_prefix:
+            state = {k[len(args.weights_prefix):]: v for k, v in state.items() if k.startswith(args.weights_prefix)}
+            if not state:
+                parser.error(f"no weights in {args.weights} start with {args.weights_prefix!r}")
+        load_pretrained(model, state, skip_head=True)
+    if args.device == "gpu":
+        model.to("gpu")
+    extractor = FeatureExtractor(model, feature_transforms(args.size), args.batch_size)
+    result = extract_features(entries, root, args.out, extractor, num_frames=args.num_frames or None,
+                              modality=args.modality, list_name=os.path.basename(args.list),
+                              on_error=args.on_error, progress=ProgressLine("videos"))
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,23 @@
+"""Video data: decoding (PyAV, JPEG frame folders), frame sampling, clip transforms, list-file datasets,
+frame features, and a generator of labelled synthetic videos.
+
+Importing this package registers the samplers and clip transforms (``TRANSFORMS``)
+and the datasets (``DATASETS``). PyAV and OpenCV are imported only when a video
+is read or written.
+"""
+from .decode import VideoReader, VideoDecodeError
+from .sampling import (segment_indices, clip_indices, uniform_indices, random_indices, SegmentSampler,
+                       ClipSampler)
+from .transforms import RandomShortSideScale, RandomCrop, MultiScaleCrop, ThreeCrop, TenCrop, FormatClips
+from .features import FeatureFileError, load_features, save_features, FeatureExtractor, extract_features
+from .datasets import (read_list_file, read_class_names, ClipLoader, VideoDataset, SyntheticVideos,
+                       FrameFeatureDataset)
+from .encode import write_video, write_frame_folder
+from .synthetic import MOTIONS, SHAPES, SyntheticSpec, make_synthetic_set, ensure_synthetic_set
+
+__all__ = ["VideoReader", "VideoDecodeError", "segment_indices", "clip_indices", "uniform_indices",
+           "random_indices", "SegmentSampler", "ClipSampler", "RandomShortSideScale", "RandomCrop",
+           "MultiScaleCrop", "ThreeCrop", "TenCrop", "FormatClips", "FeatureFileError", "load_features",
+           "save_features", "FeatureExtractor", "extract_features", "read_list_file", "read_class_names",
+           "ClipLoader", "VideoDataset", "SyntheticVideos", "FrameFeatureDataset", "write_video",
+           "write_frame_folder", "MOTIONS", "SHAPES", "SyntheticSpec", "make_synthetic_set", "ensure_synthetic_set"]

@@ -1,0 +1,394 @@
+"""Reading frames of a video: PyAV for video files, OpenCV for folders of pre-extracted JPEG frames.
+
+:class:`VideoReader` gives the number of frames, the frame rate and
+``get_frames(indices)`` -> uint8 RGB ``(T, H, W, 3)``, whatever the source.
+
+Video files (mp4/H.264, webm/VP9, avi/MPEG-4, anything FFmpeg reads): the
+reader first lists the stream's packets (demuxing only, no decoding), which
+gives the exact frame count and every frame's presentation timestamp even when
+the container's header states a wrong count or none (webm); the list is cached
+per file (path, size and modification time). To read frames it seeks to the
+last keyframe at or before the first wanted frame and decodes forward, seeking
+again whenever the next wanted frame lies past a further keyframe. When the
+timestamps cannot identify frames (missing or repeated timestamps, or decoded
+frames whose timestamps are not in the list) the reader counts frames by
+decoding the whole stream once (also cached) and then decodes from the start.
+The frame rate is the mean rate of the timestamps (frames - 1 over the time from
+the first to the last frame), the header's rate when there is a single frame.
+
+Frame folders: the ``.jpg``/``.jpeg`` files of the folder in natural order
+(``img_2`` before ``img_10``); their rate is the ``fps`` argument.
+
+PyAV (``av``) and OpenCV (``cv2``) are the ``video`` extra; each is imported
+when first needed, with an error saying how to install it.
+"""
+import collections
+import os
+import re
+import threading
+
+import numpy
+
+from vision.data.folder import ImageDataError, read_image
+
+__all__ = ["VideoReader", "VideoDecodeError", "require_av", "FRAME_EXTENSIONS"]
+
+FRAME_EXTENSIONS = (".jpg", ".jpeg")
+_CACHE_SIZE = 4096
+_index_cache = collections.OrderedDict()
+_cache_lock = threading.Lock()
+
+
+class VideoDecodeError(ValueError):
+    """A video cannot be opened or decoded (empty, truncated, corrupt); the message names the file."""
+
+
+def require_av():
+    """The PyAV module (``av``), or an ImportError that says how to install it."""
+    try:
+        import av
+    except ImportError:
+        raise ImportError("decoding video files needs PyAV: pip install av (or pip install 'oar[video]')") from None
+    return av
+
+
+def _natural_key(name):
+    """Sort key that orders the digit runs of a file name by value: img_2 < img_10."""
+    return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", name)]
+
+
+class _Unindexable(Exception):
+    """Decoded frames cannot be matched to the packet timestamps; frames are then counted from the start."""
+
+
+class _FrameIndex:
+    """What a scan of a video file found: presentation timestamps (n,) int64 in frame order, keyframe
+    flags (n,) bool, or ``timestamps=None`` when frames can only be located by counting from the start."""
+
+    def __init__(self, count, timestamps=None, keyframes=None):
+        self.count, self.timestamps, self.keyframes = count, timestamps, keyframes
+        self.keyframe_positions = None if keyframes is None else numpy.flatnonzero(keyframes)
+
+
+def _cache_key(path):
+    stat = os.stat(path)
+    return os.path.abspath(path), stat.st_size, stat.st_mtime_ns
+
+
+def _cached(key):
+    with _cache_lock:
+        index = _index_cache.get(key)
+        if index is not None:
+            _index_cache.move_to_end(key)
+        return index
+
+
+def _store(key, index):
+    with _cache_lock:
+        _index_cache[key] = index
+        while len(_index_cache) > _CACHE_SIZE:
+            _index_cache.popitem(last=False)
+
+
+class _VideoFile:
+    """A video file read with PyAV (see the module docstring)."""
+
+    def __init__(self, path, num_threads):
+        self._av = require_av()
+        self.path, self.num_threads = path, num_threads
+        self._open()
+        self._key = _cache_key(path)
+        self._index = _cached(self._key)
+
+    def _open(self):
+        try:
+            self.container = self._av.open(self.path, metadata_errors="ignore")
+        except (self._av.FFmpegError, UnicodeDecodeError) as exc:
+            raise VideoDecodeError(f"cannot open video {self.path}: {exc}") from None
+        if not self.container.streams.video:
+            self.container.close()
+            raise VideoDecodeError(f"{self.path} has no video stream")
+        self.stream = self.container.streams.video[0]
+        self.stream.codec_context.thread_count = self.num_threads
+
+    def _rewind(self):
+        """Back to the first packet: a seek, or reopening the file where the format cannot seek (raw streams)."""
+        try:
+            self.container.seek(self._start_offset(), stream=self.stream, backward=True, any_frame=False)
+        except (self._av.FFmpegError, OSError):
+            self.container.close()
+            self._open()
+
+    # ---- the frame index ---------------------------------------------------------------------------
+    @property
+    def index(self):
+        if self._index is None:
+            self._index = self._scan_packets()
+            if self._index.timestamps is None:
+                self._index = self._count_by_decoding()
+            _store(self._key, self._index)
+        return self._index
+
+    def _scan_packets(self):
+        timestamps, keyframes = [], []
+        self._rewind()
+        try:
+            for packet in self.container.demux(self.stream):
+                if packet.size == 0:
+                    continue
+                timestamps.append(packet.pts if packet.pts is not None else packet.dts)
+                keyframes.append(packet.is_keyframe)
+        except (self._av.FFmpegError, OSError) as exc:
+            raise VideoDecodeError(f"cannot read the packets of video {self.path}: {exc}") from None
+        if not timestamps:
+            raise VideoDecodeError(f"video {self.path} has no video frames")
+        if None in timestamps or len(set(timestamps)) != len(timestamps):
+            return _FrameIndex(len(timestamps))
+        order = numpy.argsort(numpy.asarray(timestamps, dtype=numpy.int64), kind="stable")
+        stamps = numpy.asarray(timestamps, dtype=numpy.int64)[order]
+        keys = numpy.asarray(keyframes, dtype=bool)[order]
+        keys[0] = True  # decoding always starts at the first frame, whatever its flag says
+        return _FrameIndex(len(stamps), stamps, keys)
+
+    def _count_by_decoding(self):
+        count = 0
+        for _ in self._decode_from_start():
+            count += 1
+        if count == 0:
+            raise VideoDecodeError(f"video {self.path} has no decodable video frames")
+        return _FrameIndex(count)
+
+    # ---- metadata --------------------------------------------------------------------------------
+    def __len__(self):
+        return self.index.count
+
+    @property
+    def fps(self):
+        index = self.index
+        if index.timestamps is not None and index.count > 1 and index.timestamps[-1] > index.timestamps[0]:
+            span = float((index.timestamps[-1] - index.timestamps[0]) * self.stream.time_base)
+            return (index.count - 1) / span
+        return float(self.stream.average_rate or self.stream.guessed_rate or 0.0)
+
+    @property
+    def size(self):
+        return self.stream.codec_context.height, self.stream.codec_context.width
+
+    def metadata(self):
+        rate = self.stream.average_rate or self.stream.guessed_rate
+        return {"format": self.container.format.name, "codec": self.stream.codec_context.name,
+                "pix_fmt": self.stream.codec_context.pix_fmt, "reported_frames": int(self.stream.frames),
+                "reported_fps": float(rate) if rate else None}
+
+    # ---- decoding --------------------------------------------------------------------------------
+    def _decode_from_start(self):
+        self._rewind()
+        yield from self._frames()
+
+    def _start_offset(self):
+        return self.stream.start_time if self.stream.start_time is not None else 0
+
+    def _frames(self):
+        try:
+            yield from self.container.decode(self.stream)
+        except (self._av.FFmpegError, OSError) as exc:
+            raise VideoDecodeError(f"cannot decode video {self.path}: {exc}") from None
+
+    def read(self, wanted):
+        """{index: (H, W, 3) uint8} for the sorted unique frame indices ``wanted`` (int64 array)."""
+        if self.index.timestamps is not None:
+            try:
+                return self._read_by_timestamp(wanted)
+            except _Unindexable:
+                self._index = self._count_by_decoding()
+                _store(self._key, self._index)
+        return self._read_by_counting(wanted)
+
+    def _read_by_timestamp(self, wanted):
+        index = self.index
+        out, run, position = {}, None, -1
+        for target in wanted.tolist():
+            key = int(index.keyframe_positions[numpy.searchsorted(index.keyframe_positions, target, "right") - 1])
+            if run is None or key > position + 1:
+                run = self._run_from(key, target)
+            for position, frame in run:
+                if position >= target:
+                    break
+            else:
+                break  # the stream ended first
+            if position != target:
+                break
+            out[target] = frame.to_ndarray(format="rgb24")
+        return self._complete(wanted, out)
+
+    def _run_from(self, key, target):
+        """(position, frame) pairs decoded from keyframe ``key`` on (from the stream's start if the seek
+        lands past ``target``); raises _Unindexable when a frame's timestamp is not in the index."""
+        for start in (int(self.index.timestamps[key]), self._start_offset()):
+            try:
+                self.container.seek(start, stream=self.stream, backward=True, any_frame=False)
+            except (self._av.FFmpegError, OSError) as exc:
+                raise VideoDecodeError(f"cannot seek in video {self.path}: {exc}") from None
+            first = True
+            for frame in self._frames():
+                position = self._position(frame)
+                if first and position > target:
+                    break
+                first = False
+                yield position, frame
+            else:
+                return
+        raise _Unindexable()
+
+    def _position(self, frame):
+        """The index of a decoded frame, found by its timestamp."""
+        timestamps = self.index.timestamps
+        if frame.pts is None:
+            raise _Unindexable()
+        position = int(numpy.searchsorted(timestamps, frame.pts))
+        if position == len(timestamps) or timestamps[position] != frame.pts:
+            raise _Unindexable()
+        return position
+
+    def _read_by_counting(self, wanted):
+        out, stop = {}, int(wanted[-1])
+        wanted_set = set(wanted.tolist())
+        for position, frame in enumerate(self._decode_from_start()):
+            if position in wanted_set:
+                out[position] = frame.to_ndarray(format="rgb24")
+            if position >= stop:
+                break
+        return self._complete(wanted, out)
+
+    def _complete(self, wanted, out):
+        missing = sorted(set(wanted.tolist()) - set(out))
+        if missing:
+            shown = ", ".join(str(m) for m in missing[:5]) + (" …" if len(missing) > 5 else "")
+            raise VideoDecodeError(f"video {self.path}: frames {shown} of {self.index.count} could not be decoded "
+                                   "(the file may be truncated or corrupt)")
+        return out
+
+    def close(self):
+        self.container.close()
+
+
+class _FrameFolder:
+    """A folder of JPEG frames, one file per frame, in natural file-name order."""
+
+    def __init__(self, path, fps):
+        self.path = path
+        names = [n for n in os.listdir(path) if n.lower().endswith(FRAME_EXTENSIONS) and not n.startswith(".")]
+        if not names:
+            raise VideoDecodeError(f"frame folder {path} has no {'/'.join(FRAME_EXTENSIONS)} files")
+        self.files = [os.path.join(path, n) for n in sorted(names, key=_natural_key)]
+        self.fps = float(fps)
+        self._size = None
+
+    def __len__(self):
+        return len(self.files)
+
+    @property
+    def size(self):
+        if self._size is None:
+            self._size = self._read(0).shape[:2]
+        return self._size
+
+    def metadata(self):
+        return {"format": "jpeg frames", "codec": "mjpeg", "pix_fmt": "rgb24", "reported_frames": len(self.files),
+                "reported_fps": None}
+
+    def _read(self, position):
+        try:
+            return read_image(self.files[position])
+        except ImageDataError as exc:
+            raise VideoDecodeError(f"frame folder {self.path}: {exc}") from None
+
+    def read(self, wanted):
+        out = {position: self._read(position) for position in wanted.tolist()}
+        sizes = {frame.shape for frame in out.values()}
+        if self._size is None:
+            self._size = next(iter(sizes))[:2]
+        if len(sizes) > 1 or next(iter(sizes))[:2] != tuple(self._size):
+            raise VideoDecodeError(f"frame folder {self.path}: frames differ in size ({sorted(sizes)})")
+        return out
+
+    def close(self):
+        pass
+
+
+class VideoReader:
+    """Frames of one video file or JPEG frame folder as uint8 RGB arrays.
+
+    Args:
+        path: a video file (any container/codec FFmpeg reads) or a folder of
+            ``.jpg``/``.jpeg`` frames.
+        fps: the frame rate of a frame folder (video files carry their own).
+        num_threads: decoder threads per reader (1 suits data-loader workers,
+            which already decode in parallel).
+
+    ``len(reader)`` is the number of frames, ``reader.fps`` the frame rate,
+    ``reader.height``/``reader.width`` the frame size, ``reader.metadata`` a
+    dict describing the source. Use it as a context manager (or call
+    ``close()``) to release the file. A missing path raises
+    FileNotFoundError; a file that cannot be read, or has no frames, raises
+    :class:`VideoDecodeError` naming it.
+    """
+
+    def __init__(self, path, fps=30.0, num_threads=1):
+        self.path = os.fspath(path)
+        if os.path.isdir(self.path):
+            self._source = _FrameFolder(self.path, fps)
+        elif os.path.isfile(self.path):
+            self._source = _VideoFile(self.path, num_threads)
+        else:
+            raise FileNotFoundError(f"video not found: {self.path}")
+
+    def __len__(self):
+        return len(self._source)
+
+    @property
+    def fps(self):
+        """Frames per second (float)."""
+        return self._source.fps
+
+    @property
+    def height(self):
+        return int(self._source.size[0])
+
+    @property
+    def width(self):
+        return int(self._source.size[1])
+
+    @property
+    def metadata(self):
+        """``{"path", "format", "codec", "pix_fmt", "frames", "fps", "height", "width", "duration",
+        "reported_frames", "reported_fps"}``; the ``reported_*`` values are what the container states."""
+        frames, fps = len(self), self.fps
+        return {"path": self.path, **self._source.metadata(), "frames": frames, "fps": fps,
+                "height": self.height, "width": self.width, "duration": frames / fps if fps else None}
+
+    def get_frames(self, indices):
+        """Frames ``indices`` (ints in [0, len), any order, repeats allowed) -> uint8 (T, H, W, 3) RGB."""
+        indices = numpy.asarray(indices, dtype=numpy.int64).reshape(-1)
+        if indices.size == 0:
+            raise ValueError(f"video {self.path}: get_frames needs at least one frame index")
+        count = len(self)
+        bad = indices[(indices < 0) | (indices >= count)]
+        if bad.size:
+            raise IndexError(f"video {self.path}: frame index {int(bad[0])} is out of range (it has {count} frames)")
+        wanted = numpy.unique(indices)
+        frames = self._source.read(wanted)
+        return numpy.stack([frames[i] for i in indices.tolist()])
+
+    def close(self):
+        """Release the file."""
+        self._source.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return f"VideoReader({self.path!r})"

@@ -1,0 +1,176 @@
+"""Frame features: the per-video ``.npy`` files of the feature datasets, and extracting them with a backbone.
+
+A feature file holds one array (frames, dim): float32, or uint8 quantised as
+YouTube-8M's (dequantised on reading, see :func:`dequantize`). Files are
+written under a temporary name and renamed, so a file that exists is complete.
+
+:func:`extract_features` runs an image backbone (e.g. ``resnet18`` with
+``num_classes=0``, whose output is the globally pooled feature) over sampled
+frames of every video of a list file and writes the feature dataset read by
+:class:`video.data.datasets.FrameFeatureDataset`: ``{out}/{modality}/{name}.npy``
+and a list file ``{out}/{list file name}`` with lines ``name l1,l2,…``, where
+``name`` is the video's list path without its extension. Videos whose feature
+file exists are not extracted again, so an interrupted run resumes.
+"""
+import os
+import time
+import warnings
+
+import numpy
+
+import framework
+from vision.data.transforms import Compose
+
+from .decode import VideoDecodeError, VideoReader
+from .sampling import uniform_indices
+
+__all__ = ["FeatureFileError", "dequantize", "load_features", "save_features", "FeatureExtractor",
+           "extract_features", "feature_transforms"]
+
+
+class FeatureFileError(ValueError):
+    """A feature file cannot be read or is not a (frames, dim) array; the message names the file."""
+
+
+def dequantize(features, max_value=2.0, min_value=-2.0):
+    """uint8 features -> float32 in [min_value, max_value] (YouTube-8M: ``x * 4/255 - 2 + 4/512``). Shape kept."""
+    span = max_value - min_value
+    return (features.astype(numpy.float32) * (span / 255.0) + (min_value + span / 512.0)).astype(numpy.float32)
+
+
+def load_features(path):
+    """The features of ``path`` as float32 (frames, dim); uint8 files are dequantised."""
+    path = os.fspath(path)
+    try:
+        array = numpy.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError, EOFError) as exc:
+        raise FeatureFileError(f"cannot read feature file {path}: {exc}") from None
+    if not isinstance(array, numpy.ndarray) or array.ndim != 2 or array.shape[0] == 0 or array.shape[1] == 0:
+        raise FeatureFileError(f"feature file {path} must hold a (frames, dim) array with frames, dim >= 1, "
+                               f"got shape {getattr(array, 'shape', None)}")
+    if array.dtype == numpy.uint8:
+        return dequantize(array)
+    if array.dtype.kind != "f":
+        raise FeatureFileError(f"feature file {path} holds {array.dtype} values; expected float or uint8")
+    return array.astype(numpy.float32, copy=False)
+
+
+def save_features(path, features):
+    """Write ``features`` (frames, dim) to ``path`` (.npy) atomically, creating its folder."""
+    path = os.fspath(path)
+    features = numpy.asarray(features)
+    if features.ndim != 2:
+        raise ValueError(f"save_features: expected (frames, dim), got shape {features.shape}")
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    temporary = f"{path}.{os.getpid()}.part"
+    try:
+        with open(temporary, "wb") as f:
+            numpy.save(f, features, allow_pickle=False)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+
+
+def feature_transforms(size=224, resize=None):
+    """The frame pipeline for feature extraction as config dicts: short side to ``resize`` (default
+    ``size * 8 // 7``), centre crop ``size``, ImageNet normalisation, channels first."""
+    return [{"type": "Resize", "short_side": resize or size * 8 // 7}, {"type": "CenterCrop", "size": size},
+            {"type": "Normalize"}, {"type": "ToCHW"}]
+
+
+class FeatureExtractor:
+    """A backbone applied to frames: ``extractor(frames)`` with frames (T, H, W, 3) uint8 -> (T, dim) float32.
+
+    ``model`` maps images (N, 3, h, w) to (N, dim) features, or to feature maps
+    (N, dim, h', w') that are averaged over space. ``transforms`` (config dicts
+    or objects) turn the frames into (T, 3, h, w) float32 (default:
+    :func:`feature_transforms`). Frames go through the model ``batch_size`` at
+    a time, in eval mode, without gradients.
+    """
+
+    def __init__(self, model, transforms=None, batch_size=32):
+        self.model = model
+        self.transform = Compose(transforms if transforms is not None else feature_transforms())
+        self.batch_size = int(batch_size)
+
+    def __call__(self, frames):
+        images = self.transform({"imgs": frames})["imgs"]
+        if images.ndim != 4:
+            raise ValueError(f"FeatureExtractor: the transforms must give (T, C, H, W) images, got {images.shape}")
+        self.model.eval()
+        outputs = []
+        with framework.no_grad():
+            for start in range(0, len(images), self.batch_size):
+                out = self.model(framework.to_tensor(images[start:start + self.batch_size])).numpy()
+                outputs.append(out.mean(axis=(2, 3)) if out.ndim == 4 else out)
+        features = numpy.concatenate(outputs).astype(numpy.float32)
+        if features.ndim != 2:
+            raise ValueError(f"FeatureExtractor: the model gives {features.shape[1:]} per image; expected (dim,)")
+        return features
+
+
+def _feature_name(list_path):
+    return os.path.splitext(list_path)[0]
+
+
+def _write_list(path, lines):
+    temporary = f"{path}.{os.getpid()}.part"
+    with open(temporary, "w", encoding="utf-8") as f:
+        f.write("".join(line + "\n" for line in lines))
+    os.replace(temporary, path)
+
+
+def extract_features(entries, root, out, extractor, num_frames=None, modality="rgb", list_name="features.txt",
+                     on_error="skip", progress=None):
+    """Write the features of every list entry and the feature list file; returns a dict of counts.
+
+    Args:
+        entries: :class:`video.data.datasets.ListEntry` items (from
+            ``read_list_file``); their paths are relative to ``root``.
+        out: the output folder; features go to ``{out}/{modality}/{name}.npy``.
+        extractor: a :class:`FeatureExtractor` (or any frames -> (T, dim) callable).
+        num_frames: frames per video, spread evenly (centres of equal parts);
+            None takes every frame.
+        list_name: file name of the feature list written in ``out``.
+        on_error: "skip" (warn and leave the video out of the list) or "raise"
+            for videos that cannot be decoded.
+        progress: optional ``progress(done, total)`` callable.
+
+    Returns ``{"videos", "extracted", "existing", "failed", "seconds", "list_file"}``.
+    """
+    start = time.perf_counter()
+    counts = {"extracted": 0, "existing": 0}
+    failed, lines = [], []
+    for done, entry in enumerate(entries, start=1):
+        name = _feature_name(entry.path)
+        target = os.path.join(out, modality, name + ".npy")
+        labels = ",".join(str(label) for label in entry.labels)
+        if os.path.exists(target):
+            counts["existing"] += 1
+            lines.append(f"{name} {labels}")
+        else:
+            source = entry.path if os.path.isabs(entry.path) else os.path.join(root, entry.path)
+            try:
+                with VideoReader(source) as reader:
+                    indices = (numpy.arange(len(reader)) if num_frames is None
+                               else uniform_indices(len(reader), num_frames)[0])
+                    frames = reader.get_frames(indices)
+            except (VideoDecodeError, OSError) as exc:
+                if on_error == "raise":
+                    raise type(exc)(f"line {entry.line}: {exc}") from exc
+                warnings.warn(f"line {entry.line}: skipping {source}: {exc}", RuntimeWarning, stacklevel=2)
+                failed.append(entry.path)
+            else:
+                save_features(target, extractor(frames))
+                counts["extracted"] += 1
+                lines.append(f"{name} {labels}")
+        if progress is not None:
+            progress(done, len(entries))
+    list_file = os.path.join(out, list_name)
+    os.makedirs(out, exist_ok=True)
+    _write_list(list_file, lines)
+    return {"videos": len(entries), **counts, "failed": failed, "seconds": round(time.perf_counter() - start, 2),
+            "list_file": list_file}
