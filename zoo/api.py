@@ -47,6 +47,19 @@ def _checked_weights(entry):
     return path
 
 
+def _resolve_repo_files(section):
+    """Make the relative ``*_file`` paths of a config section that exist under the repository absolute.
+
+    Shipped configs name shipped files relative to the repository root (e.g.
+    ``task.vocab_file: zoo/weights/lac_pku.vocab.txt``), so ``load`` works from any directory.
+    """
+    for key, value in section.items():
+        if key.endswith("_file") and isinstance(value, str) and not os.path.isabs(value):
+            candidate = os.path.join(ROOT, value)
+            if os.path.exists(candidate):
+                section[key] = candidate
+
+
 def load(name, device="cpu"):
     """A ready Task for the zoo model ``name`` (weights checked against the card's sha256)."""
     _register_everything()
@@ -55,6 +68,7 @@ def load(name, device="cpu"):
         task = _call_loader(entry["loader"])
     else:
         cfg = load_config(os.path.join(ROOT, entry["config"]))
+        _resolve_repo_files(cfg.get("task") or {})
         task = runner.build_task(cfg)
         runner.load_weights(task.model, _checked_weights(entry))
     if device and device != "cpu":

@@ -2,6 +2,7 @@
 
 Timings are the best of several repeats after a warm-up; nothing here is asserted.
 """
+import importlib
 import json
 import os
 import platform
@@ -50,40 +51,25 @@ def machine_info():
                             if k in os.environ}}
 
 
-def _framework_suite(quick=False):
-    from framework import benchmarks
-    return benchmarks.run_all(quick=quick)
-
-
-def _data_suite(quick=False):
-    from framework.io import benchmarks
-    return benchmarks.run_all(quick=quick)
-
-
-def _lac_suite(quick=False):
-    from nlp.lac import benchmarks
-    return benchmarks.run_all(quick=quick)
-
-
-def _dist_suite(quick=False):
-    from framework.distributed import benchmarks
-    return benchmarks.run_all(quick=quick)
-
-
-def _video_data_suite(quick=False):
-    from video import benchmarks
-    return benchmarks.run_all(quick=quick)
-
-
-SUITES = {"framework": _framework_suite, "data": _data_suite, "lac": _lac_suite, "dist": _dist_suite,
-          "video_data": _video_data_suite}
+SUITES = {  # benchmark name -> module whose ``run_all(quick=False)`` measures it
+    "framework": "framework.benchmarks",
+    "data": "framework.io.benchmarks",
+    "dist": "framework.distributed.benchmarks",
+    "lac": "nlp.lac.benchmarks",
+    "senta": "nlp.senta_benchmarks",
+    "vision": "vision.benchmarks",
+    "video_data": "video.benchmarks",
+    "video_models": "video.model_benchmarks",
+    "video_feature_models": "video.feature_benchmarks",
+}
 
 
 def run(name, quick=False, out=None):
     """Run suite ``name`` and print its JSON result (also written to ``out`` when given)."""
     if name not in SUITES:
         raise SystemExit(f"unknown benchmark {name!r}; known: {', '.join(sorted(SUITES))}")
-    result = {"benchmark": name, "machine": machine_info(), "results": SUITES[name](quick=quick)}
+    module = importlib.import_module(SUITES[name])
+    result = {"benchmark": name, "machine": machine_info(), "results": module.run_all(quick=quick)}
     text = json.dumps(result, indent=2)
     print(text)
     if out:

@@ -34,6 +34,10 @@ def _register_everything():
     import nlp.tasks.lexical_analysis  # noqa: F401
     import video.data  # noqa: F401
     import video.metrics  # noqa: F401
+    import vision.models  # noqa: F401
+    import video.models  # noqa: F401
+    import video.tasks  # noqa: F401
+    import video.feature_backbone  # noqa: F401
 
 
 def _parser(description, checkpoint):
@@ -237,13 +241,15 @@ def run_main(argv=None):
 
 @user_errors
 def reproduce_main(argv=None):
-    """``oar reproduce NAME|nlp|video|all [-o k=v …]``: retrain, re-measure, rewrite cards and RESULTS.md."""
+    """``oar reproduce NAME|nlp|video|all [-o k=v …] [--dry_run]``: retrain, re-measure, rewrite cards and RESULTS.md."""
     parser = argparse.ArgumentParser(prog="oar reproduce", description=reproduce_main.__doc__)
     parser.add_argument("target")
     parser.add_argument("-o", "--override", dest="overrides", nargs="+", default=[], metavar="KEY=VALUE",
                         help="config overrides for every model (e.g. a smaller budget)")
     parser.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
     parser.add_argument("--output_root", default=os.path.join("outputs", "reproduce"))
+    parser.add_argument("--dry_run", action="store_true",
+                        help="write weights, catalog and RESULTS.md under <output_root>/dry_run/, not the repository")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     _register_everything()

@@ -3,13 +3,22 @@
 For a card with a ``config``, reproduce trains it (``framework.engine.runner``),
 evaluates the best checkpoint on the card's split, writes the model weights as
 float16 to the card's ``weights.path``, and rewrites the card (metrics, sha256,
-date, time taken) and the card's row in ``docs/RESULTS.md``. A card may name
-its own procedure instead (``reproduce: "module:function"``, called with the
-card and the options, returning ``{"metrics": …, "weights": …}``).
+date, time taken) and the card's block in ``docs/RESULTS.md``. A card may name
+its own procedure instead (``reproduce: {function: "module:function"}``, called
+with the card and the options, returning ``{"metrics": …, "weights": …}`` and
+optionally ``"results_text"``, the block to write); it can reuse
+:func:`train_and_measure` and :func:`destination`.
+
+With ``--dry_run`` nothing in the repository changes: the weights, the other
+exported files, the catalog and RESULTS.md are written under
+``<output_root>/dry_run/`` instead (the catalog and RESULTS.md copied there
+first), so a small budget (``-o train.max_steps=3``) can rehearse the whole
+procedure.
 """
 import datetime
 import importlib
 import os
+import shutil
 import time
 
 import numpy
@@ -20,27 +29,38 @@ from framework.engine import runner
 from framework.engine.checkpoint import load_checkpoint
 from framework.fetch import sha256_of
 
-from .catalog import ROOT, CatalogError, cards, write_card
+from .catalog import CATALOG_PATH, ROOT, CatalogError, cards, write_card
 
-__all__ = ["GROUPS", "reproduce", "export_weights", "update_results"]
+__all__ = ["GROUPS", "RESULTS_PATH", "reproduce", "export_weights", "update_results", "destination",
+           "train_and_measure", "machine_description"]
 
 GROUPS = {"nlp": ("lexical_analysis", "sentiment", "matching"), "video": ("video",)}
 RESULTS_PATH = os.path.join(ROOT, "docs", "RESULTS.md")
 
 
 def export_weights(checkpoint, path):
-    """Write the model state of ``checkpoint`` to ``path`` in float16 (float arrays only); returns its sha256."""
+    """Write the model state of ``checkpoint`` to ``path`` as a weights-only checkpoint ``{"model": …}``
+    in float16 (float arrays only), loadable by ``runner.load_weights``; returns its sha256."""
     state = load_checkpoint(checkpoint)["model"]
     half = {k: v.astype(numpy.float16) if v.dtype.kind == "f" else v for k, v in state.items()}
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    framework.save(half, path)
+    framework.save({"model": half}, path)
     return sha256_of(path)
 
 
-def _machine():
+def machine_description():
+    """One line: CPU model and core count (from :func:`zoo.bench.machine_info`)."""
     from .bench import machine_info
     info = machine_info()
     return f"{info['cpu']}, {info['cores']} cores"
+
+
+def destination(options, relative_path):
+    """Where reproduce writes the repository file ``relative_path``: under the repo, or under
+    ``<output_root>/dry_run/`` when ``options.dry_run``."""
+    if getattr(options, "dry_run", False):
+        return os.path.join(os.path.abspath(options.output_root), "dry_run", relative_path)
+    return os.path.join(ROOT, relative_path)
 
 
 def update_results(name, row_text, path=RESULTS_PATH):
@@ -52,33 +72,45 @@ def update_results(name, row_text, path=RESULTS_PATH):
         text = text[:text.index(start)] + block + text[text.index(end) + len(end):]
     else:
         text = text.rstrip() + "\n\n" + block + "\n"
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path + ".tmp", "w", encoding="utf-8") as f:
         f.write(text)
     os.replace(path + ".tmp", path)
 
 
-def _train_and_measure(entry, options):
+def train_and_measure(entry, options, extra_overrides=()):
+    """Train the card's config, evaluate the best checkpoint on the card's split and export it in float16.
+
+    Overrides apply in this order: the card's ``reproduce.overrides``,
+    ``extra_overrides`` (from a card's own procedure), then the command line's.
+    The checkpoint is ``best.npz``, or ``last.npz`` when the budget ended before
+    any evaluation. Returns ``{"metrics": {"split": …, name: value, …},
+    "weights": {"path", "sha256", …}, "summary": …}`` (the trainer's summary).
+    """
     recipe = entry.get("reproduce") or {}
-    cfg = load_config(os.path.join(ROOT, entry["config"]), list(recipe.get("overrides", [])) + options.overrides)
+    overrides = list(recipe.get("overrides", [])) + list(extra_overrides) + list(options.overrides)
+    cfg = load_config(os.path.join(ROOT, entry["config"]), overrides)
     output_dir = os.path.join(options.output_root, entry["name"])
-    runner.train(cfg, output_dir=output_dir, device=options.device, progress=not options.quiet)
+    _, summary = runner.train(cfg, output_dir=output_dir, device=options.device, progress=not options.quiet)
     best = os.path.join(output_dir, "best.npz")
+    if not os.path.isfile(best):                     # a step budget that ended before any evaluation
+        best = os.path.join(output_dir, "last.npz")
     split = recipe.get("split", "test")
     metrics = runner.evaluate_config(cfg, best, split=split, device=options.device)
     weights_path = entry["weights"]["path"]
-    sha = export_weights(best, os.path.join(ROOT, weights_path))
+    sha = export_weights(best, destination(options, weights_path))
     return {"metrics": {"split": split, **{k: round(float(v), 4) for k, v in metrics.items()}},
-            "weights": {"path": weights_path, "sha256": sha}}
+            "weights": {**entry["weights"], "path": weights_path, "sha256": sha}, "summary": summary}
 
 
-def _run_one(entry, options):
+def _run_one(entry, options, catalog_path, results_path):
     start = time.time()
     custom = (entry.get("reproduce") or {}).get("function")
     if custom:
         module_name, _, function = custom.partition(":")
         outcome = getattr(importlib.import_module(module_name), function)(entry, options)
     elif "config" in entry:
-        outcome = _train_and_measure(entry, options)
+        outcome = train_and_measure(entry, options)
     else:
         raise CatalogError(f"model {entry['name']!r} has no reproduce recipe")
     minutes = (time.time() - start) / 60
@@ -86,13 +118,26 @@ def _run_one(entry, options):
     updated.update({k: v for k, v in outcome.items() if k in ("metrics", "weights")})
     updated["date"] = datetime.date.today().isoformat()
     updated["reproduce_minutes"] = round(minutes, 1)
-    write_card(updated)
+    write_card(updated, catalog_path)
     metrics = ", ".join(f"{k} {v}" for k, v in updated["metrics"].items())
     row = (outcome.get("results_text") or
            f"| {entry['name']} | {metrics} | `oar reproduce {entry['name']}` | {minutes:.1f} min | "
-           f"{_machine()} | {updated['date']} |")
-    update_results(entry["name"], row)
+           f"{machine_description()} | {updated['date']} |")
+    update_results(entry["name"], row, results_path)
     return updated
+
+
+def _targets(options):
+    """(catalog path, RESULTS.md path) that reproduce writes: the repository's, or copies under the dry-run folder."""
+    if not getattr(options, "dry_run", False):
+        return CATALOG_PATH, RESULTS_PATH
+    catalog_path = destination(options, os.path.relpath(CATALOG_PATH, ROOT))
+    results_path = destination(options, os.path.relpath(RESULTS_PATH, ROOT))
+    for source, target in ((CATALOG_PATH, catalog_path), (RESULTS_PATH, results_path)):
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        if os.path.exists(source) and not os.path.exists(target):
+            shutil.copyfile(source, target)
+    return catalog_path, results_path
 
 
 def reproduce(target, options):
@@ -107,4 +152,6 @@ def reproduce(target, options):
     else:
         from .catalog import card
         card(target)  # raises with close names
-    return [_run_one(entry, options) for entry in chosen if entry.get("reproduce") or "config" in entry]
+    catalog_path, results_path = _targets(options)
+    return [_run_one(entry, options, catalog_path, results_path)
+            for entry in chosen if entry.get("reproduce") or "config" in entry]

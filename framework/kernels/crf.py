@@ -8,14 +8,17 @@ trans[i, j] the score of tag i followed by tag j. Both recursions compute
     alpha[n, 0, j] = start[j] + emissions[n, 0, j]
     alpha[n, t, j] = reduce_i(alpha[n, t-1, i] + trans[i, j]) + emissions[n, t, j]     (0 < t < lengths[n])
 
-with reduce = log-sum-exp (:func:`crf_forward`) or max (:func:`viterbi_forward`,
+with reduce = log-sum-exp (:func:`crf_forward`) or max (:func:`viterbi_decode`,
 whose ties go to the lowest i, as ``numpy.argmax``); alpha is 0 at t >= lengths[n].
 
-The NumPy versions loop over time: Viterbi vectorised over (N, K, K), the
-forward algorithm as one (N, K) x (K, K) GEMM per step in scaled exp space
-with an exact log-space redo of any row the scaling would underflow. The CuPy
-version is one ``RawKernel`` for both reductions (exact log space): a block per
-sequence, a thread per tag, the previous step's alpha in shared memory.
+The NumPy versions loop over time. Viterbi runs the rows sorted by decreasing
+length, updating only the rows still running, over an (N, K, K) score buffer
+whose last axis is the previous tag (contiguous reductions), then backtracks
+in the same order. The forward algorithm is one (N, K) x (K, K) GEMM per step
+in scaled exp space with an exact log-space redo of any row the scaling would
+underflow. The CuPy version is one ``RawKernel`` for both reductions (exact log
+space): a block per sequence, a thread per tag, the previous step's alpha in
+shared memory; its Viterbi backtrack is one gather per step.
 """
 import functools
 
@@ -23,7 +26,7 @@ import numpy
 
 from .. import backend
 
-__all__ = ["crf_forward", "viterbi_forward", "viterbi_backtrack", "underflow_floor"]
+__all__ = ["crf_forward", "viterbi_decode", "underflow_floor"]
 
 
 def crf_forward(emissions, lengths, start, trans):
@@ -34,29 +37,19 @@ def crf_forward(emissions, lengths, start, trans):
     return _recursion_cupy(xp, emissions, lengths, start, trans, use_max=False)[0]
 
 
-def viterbi_forward(emissions, lengths, start, trans):
-    """Viterbi max scores alpha (N, T, K) and backpointers (N, T, K) int64.
+def viterbi_decode(emissions, lengths, start, stop, trans):
+    """Best path of each sequence: (scores (N,), paths (N, T) int64, 0 at t >= lengths[n]).
 
-    backpointers[n, t, j] is the best previous tag for tag j at step t (0 at t = 0 and t >= lengths[n]).
+    ``stop`` (K,) scores the last tag; the path score is the Viterbi alpha of
+    the last step plus ``stop``. Ties go to the lowest tag, at every step and at
+    the end.
     """
     xp = backend.get_array_module(emissions)
     if xp is numpy:
-        return _viterbi_numpy(emissions, lengths, start, trans)
-    return _recursion_cupy(xp, emissions, lengths, start, trans, use_max=True)
-
-
-def viterbi_backtrack(backpointers, last_tags, lengths):
-    """Best paths (N, T) int64 from backpointers (N, T, K) and each sequence's last tag (N,); 0 beyond lengths."""
-    xp = backend.get_array_module(backpointers)
-    n, num_steps, _ = backpointers.shape
-    paths = xp.zeros((n, num_steps), dtype=xp.int64)
-    rows = xp.arange(n)
-    tags = last_tags
-    for t in range(num_steps - 1, -1, -1):
-        tags = xp.where(lengths - 1 == t, last_tags, tags)
-        paths[:, t] = xp.where(lengths > t, tags, 0)
-        tags = backpointers[rows, t, tags]
-    return paths
+        return _viterbi_numpy(emissions, lengths, start, stop, trans)
+    alpha, backpointers = _recursion_cupy(xp, emissions, lengths, start, trans, use_max=True)
+    final = alpha[xp.arange(len(lengths)), lengths - 1] + stop
+    return final.max(axis=1), _backtrack_cupy(xp, backpointers, final.argmax(axis=1), lengths)
 
 
 def underflow_floor(dtype):
@@ -78,21 +71,45 @@ def _forward_numpy(emissions, lengths, start, trans):
     return alpha
 
 
-def _viterbi_numpy(emissions, lengths, start, trans):
-    """Viterbi, one time step at a time over an (N, K, K) score buffer."""
+def _viterbi_numpy(emissions, lengths, start, stop, trans):
+    """Viterbi over the rows sorted by decreasing length, time-major; see :func:`viterbi_decode`.
+
+    Step t updates only the rows still running (``active[t]``), so a finished
+    row keeps its last alpha and needs no mask. The scores are laid out
+    ``scores[n, j, i] = alpha[n, i] + trans[i, j]`` (the transition transposed
+    once), so the max over the previous tag i runs along the contiguous last
+    axis. The forward pass keeps every step's alpha and no backpointers: the
+    backtrack recomputes the argmax for the one tag chosen at each step, from
+    the same sums, so ties resolve exactly as a full argmax would.
+    """
     n, num_steps, k = emissions.shape
-    alpha = numpy.zeros_like(emissions)
-    backpointers = numpy.zeros((n, num_steps, k), dtype=numpy.int64)
-    alpha[:, 0] = start + emissions[:, 0]
+    order = numpy.argsort(-lengths, kind="stable")
+    active = (lengths[None, :] > numpy.arange(num_steps)[:, None]).sum(axis=1).tolist()
+    steps = max(active.index(0) if 0 in active else num_steps, 1)
+    e = numpy.ascontiguousarray(emissions[order].swapaxes(0, 1))                 # (T, N, K) in row order
+    trans_t = numpy.ascontiguousarray(trans.T)                                     # trans_t[to, from]
+    alpha = numpy.empty((steps, n, k), dtype=emissions.dtype)
+    numpy.add(start, e[0], out=alpha[0])
     scores = numpy.empty((n, k, k), dtype=emissions.dtype)
-    for t in range(1, int(lengths.max())):
-        valid = (lengths > t)[:, None]
-        numpy.add(alpha[:, t - 1, :, None], trans, out=scores)     # scores[n, i, j] = alpha[n, i] + trans[i, j]
-        best = scores.argmax(axis=1)
-        backpointers[:, t] = numpy.where(valid, best, 0)
-        step = numpy.take_along_axis(scores, best[:, None, :], axis=1)[:, 0]
-        alpha[:, t] = numpy.where(valid, step + emissions[:, t], 0)
-    return alpha, backpointers
+    for t in range(1, steps):
+        m = active[t]
+        sc, a = scores[:m], alpha[t, :m]
+        numpy.add(alpha[t - 1, :m, None, :], trans_t, out=sc)
+        numpy.maximum.reduce(sc, axis=2, out=a)
+        a += e[t, :m]
+        if m < n:
+            alpha[t, m:] = alpha[t - 1, m:]     # a finished row keeps its last alpha
+    final = alpha[-1] + stop
+    tags = final.argmax(axis=1)
+    paths = numpy.zeros((num_steps, n), dtype=numpy.int64)
+    for t in range(steps - 1, -1, -1):
+        m = active[t]
+        paths[t, :m] = tags[:m]
+        if t:
+            tags[:m] = (alpha[t - 1, :m] + trans_t[tags[:m]]).argmax(axis=1)
+    rank = numpy.empty_like(order)
+    rank[order] = numpy.arange(n)
+    return final.max(axis=1)[rank], paths.T[rank]
 
 
 def _logsumexp_step_numpy(prev, trans, exp_trans, column_max):
@@ -182,3 +199,16 @@ def _recursion_cupy(cupy, emissions, lengths, start, trans, use_max):
             numpy.int32(num_steps), numpy.int32(k), numpy.int32(use_max)),
            shared_mem=k * emissions.dtype.itemsize)
     return alpha, (backpointers if use_max else None)
+
+
+def _backtrack_cupy(cupy, backpointers, last_tags, lengths):
+    """Best paths (N, T) int64 from backpointers (N, T, K) and each sequence's last tag (N,); 0 beyond lengths."""
+    n, num_steps, _ = backpointers.shape
+    paths = cupy.zeros((n, num_steps), dtype=cupy.int64)
+    rows = cupy.arange(n)
+    tags = last_tags
+    for t in range(num_steps - 1, -1, -1):
+        tags = cupy.where(lengths - 1 == t, last_tags, tags)
+        paths[:, t] = cupy.where(lengths > t, tags, 0)
+        tags = backpointers[rows, t, tags]
+    return paths

@@ -1,33 +1,37 @@
 """GRU recursion over time-major runs of one or more directions, forward and backward (BPTT).
 
-Conventions (PaddlePaddle's ``gru`` op). ``x`` is (S, T, N, 3D): S independent
-runs (the directions of one bidirectional layer, each with its own weights),
-the projected input with the bias already added, columns ``[u | r | c]``
-(update, reset, candidate). The recurrent weight of run s is given as its two
+Conventions (PaddlePaddle's ``gru`` op). The projected input, bias already
+added, comes as two time-major arrays over S independent runs (the directions
+of one bidirectional layer, each with its own weights) of N rows: ``x_ur``
+(T, S, N, 2D), the update and reset columns ``[u | r]``, and ``x_c`` (T, S, N,
+D), the candidate columns. The recurrent weight of run s is given as its two
 blocks of the flat (D, 3D) buffer, ``w_ur[s]`` (D, 2D) and ``w_c[s]`` (D, D).
 Per step, with h_prev the state carried in:
 
-    [u | r] = sigmoid(x[s, t, :, :2D] + h_prev @ w_ur[s])
-    c       = tanh(x[s, t, :, 2D:] + (r * h_prev) @ w_c[s])
+    [u | r] = sigmoid(x_ur[t, s] + h_prev @ w_ur[s])
+    c       = tanh(x_c[t, s] + (r * h_prev) @ w_c[s])
     h       = h_prev + u * (c - h_prev)        origin_mode False: (1-u) h_prev + u c
     h       = c + u * (h_prev - c)             origin_mode True:  u h_prev + (1-u) c
 
 **Active rows.** The rows are sorted by decreasing length and ``active[t]``
-(a host list of int, non-increasing) says how many rows are still running at
-step t: step t computes rows ``[:active[t]]`` only, of every run at once, so
-padding costs nothing. Rows past ``active[t]`` are never read or written at
-step t; their states stay as initialised (zeros) and their gradients zero.
+(a host list of ints, non-increasing) says how many rows still run at step t:
+step t computes rows ``[:active[t]]`` of every run, so padding costs nothing.
+Rows past ``active[t]`` are never read or written at step t; their states
+stay zero and their input gradients zero.
 
-Each step does two batched GEMMs (all S runs in one ``matmul``) and fused
-elementwise gate math: a NumPy function working in place on ``out=`` buffers,
-or a CuPy ``ElementwiseKernel`` with the same signature (:func:`_steps`). The
-sigmoid is ``0.5 * tanh(z / 2) + 0.5``; the halving is folded into the inputs
-(``x[..., :2D]`` and ``w_ur`` are scaled by 0.5 once per call, which is exact in
+Each step is two batched GEMMs (all S runs in one ``matmul``) plus the gate
+math. The NumPy version runs it in place on ``out=`` buffers, walking per-step
+views of contiguous time-major arrays (few NumPy calls per step, no
+allocation; the ``[u | r]`` and ``c`` blocks live in separate arrays because
+ufuncs on contiguous rows are markedly faster than on column slices); the
+CuPy version runs the same math as ``ElementwiseKernel``s between the same
+GEMMs. The sigmoid is ``0.5 * tanh(z / 2) + 0.5``, with the halving folded into
+the inputs: ``x_ur`` and ``w_ur`` are scaled by 0.5 once per call (exact in
 binary floating point). The backward pass computes every factor that does not
-depend on the incoming gradient for all steps at once, before its time loop.
+depend on the incoming gradient for all steps at once, before its loop.
 """
 import functools
-import types
+import itertools
 
 import numpy
 
@@ -36,89 +40,67 @@ from .. import backend
 __all__ = ["gru_forward", "gru_backward"]
 
 
-def gru_forward(x, active, w_ur, w_c, h0, origin_mode=False):
+def gru_forward(x_ur, x_c, active, w_ur, w_c, h0, origin_mode=False):
     """Run the recursion.
 
-    Shapes: x (S, T, N, 3D) (overwritten: its ``[u | r]`` columns are halved),
-    active: list of T non-increasing ints, w_ur (S, D, 2D), w_c (S, D, D), h0 (S, N, D).
-    Returns (states, gates, reset_h): states (S, T+1, N, D) with states[:, 0] = h0 and
-    states[:, t+1] the state after step t (0 for rows not active at step t);
-    gates (S, T, N, 3D), the activated [u | r | c]; reset_h (S, T, N, D), r * h_prev;
-    all kept for :func:`gru_backward`.
+    Shapes: x_ur (T, S, N, 2D) (overwritten: halved), x_c (T, S, N, D), active: list
+    of T non-increasing ints, w_ur (S, D, 2D), w_c (S, D, D), h0 (S, N, D).
+    Returns (states, ur, c, reset_h): states (T+1, S, N, D) with states[0] = h0 and
+    states[t+1] the state after step t (0 on rows not active at step t); ur
+    (T, S, N, 2D) and c (T, S, N, D), the activated gates; reset_h (T, S, N, D),
+    r * h_prev; all kept for :func:`gru_backward`.
     """
-    xp = backend.get_array_module(x)
-    steps = _steps(xp)
-    runs, num_steps, n, width = x.shape
-    d = width // 3
-    x[..., :2 * d] *= 0.5
-    w_ur_half = w_ur * 0.5
-    states = xp.zeros((runs, num_steps + 1, n, d), dtype=x.dtype)
-    states[:, 0] = h0
-    gates = xp.zeros_like(x)
-    reset_h = xp.zeros((runs, num_steps, n, d), dtype=x.dtype)
-    a_ur = xp.empty((runs, n, 2 * d), dtype=x.dtype)
-    a_c = xp.empty((runs, n, d), dtype=x.dtype)
-    for t, m in enumerate(active):
-        if m == 0:
-            break
-        h_prev, g = states[:, t, :m], gates[:, t, :m]
-        steps.matmul(h_prev, w_ur_half, a_ur[:, :m])
-        steps.update_reset(x[:, t, :m, :2 * d], a_ur[:, :m], h_prev, g[..., :2 * d], reset_h[:, t, :m])
-        steps.matmul(reset_h[:, t, :m], w_c, a_c[:, :m])
-        steps.candidate_state(x[:, t, :m, 2 * d:], a_c[:, :m], g[..., :d], h_prev, origin_mode,
-                              g[..., 2 * d:], states[:, t + 1, :m])
-    return states, gates, reset_h
+    xp = backend.get_array_module(x_c)
+    num_steps, runs, n, d = x_c.shape
+    x_ur *= 0.5
+    states = xp.zeros((num_steps + 1, runs, n, d), dtype=x_c.dtype)
+    states[0] = h0
+    ur = xp.zeros_like(x_ur)
+    c = xp.zeros_like(x_c)
+    reset_h = xp.zeros_like(x_c)
+    loop = _forward_numpy if xp is numpy else _forward_cupy
+    loop(x_ur, x_c, active, w_ur * 0.5, w_c, bool(origin_mode), states, ur, c, reset_h)
+    return states, ur, c, reset_h
 
 
-def gru_backward(states, gates, reset_h, active, w_ur, w_c, grad_states, grad_last, origin_mode=False):
+def gru_backward(states, ur, c, reset_h, active, w_ur, w_c, grad_states, grad_last, origin_mode=False):
     """Backpropagate through the recursion.
 
-    Shapes: states, gates, reset_h from :func:`gru_forward`; active, w_ur, w_c as
-    given to it; grad_states (S, T, N, D), the gradient w.r.t. states[:, 1:] (read
+    Shapes: states, ur, c, reset_h from :func:`gru_forward`; active, w_ur, w_c as
+    given to it; grad_states (T, S, N, D), the gradient w.r.t. states[1:] (read
     on active rows only); grad_last (S, N, D), the gradient w.r.t. each row's
     final state (the state after its last active step; h0 for a row never active).
-    Returns (grad_x (S, T, N, 3D), zero on inactive rows; grad_w_ur (S, D, 2D);
-    grad_w_c (S, D, D); grad_h0 (S, N, D)).
+    Returns (grad_x_ur (T, S, N, 2D), grad_x_c (T, S, N, D), both zero on inactive
+    rows; grad_w_ur (S, D, 2D); grad_w_c (S, D, D); grad_h0 (S, N, D)).
     """
-    xp = backend.get_array_module(gates)
-    steps = _steps(xp)
-    runs, num_steps, n, width = gates.shape
-    d = width // 3
-    factor_u, factor_c, factor_h, factor_r = _backward_factors(xp, states, gates, origin_mode)
-    r = gates[..., d:2 * d]
-    grad_x = xp.zeros_like(gates)
+    xp = backend.get_array_module(c)
+    num_steps, runs, n, d = c.shape
+    factors = _backward_factors(xp, states, ur, c, origin_mode)
+    grad_ur = xp.zeros_like(ur)
+    grad_c = xp.zeros_like(c)
     grad_h = grad_last.copy()                 # dL/d(state carried out of step t), for the active rows
-    grad_reset_h = xp.empty((runs, n, d), dtype=gates.dtype)
-    grad_h_from_ur = xp.empty((runs, n, d), dtype=gates.dtype)
-    w_c_t, w_ur_t = w_c.swapaxes(1, 2), w_ur.swapaxes(1, 2)
-    for t in range(num_steps - 1, -1, -1):
-        m = active[t]
-        if m == 0:
-            continue
-        gx = grad_x[:, t, :m]
-        steps.state_grad(grad_states[:, t, :m], factor_u[:, t, :m], factor_c[:, t, :m], factor_h[:, t, :m],
-                         gx[..., :d], gx[..., 2 * d:], grad_h[:, :m])
-        steps.matmul(gx[..., 2 * d:], w_c_t, grad_reset_h[:, :m])
-        steps.reset_grad(grad_reset_h[:, :m], factor_r[:, t, :m], r[:, t, :m], gx[..., d:2 * d], grad_h[:, :m])
-        steps.matmul(gx[..., :2 * d], w_ur_t, grad_h_from_ur[:, :m])
-        grad_h[:, :m] += grad_h_from_ur[:, :m]
-    rows = num_steps * n
-    grad_w_ur = xp.matmul(states[:, :-1].reshape(runs, rows, d).swapaxes(1, 2),
-                          grad_x[..., :2 * d].reshape(runs, rows, 2 * d))
-    grad_w_c = xp.matmul(reset_h.reshape(runs, rows, d).swapaxes(1, 2), grad_x[..., 2 * d:].reshape(runs, rows, d))
-    return grad_x, grad_w_ur, grad_w_c, grad_h
+    loop = _backward_numpy if xp is numpy else _backward_cupy
+    loop(grad_states, factors, ur[..., d:], active, w_ur.swapaxes(1, 2), w_c.swapaxes(1, 2), grad_ur, grad_c, grad_h)
+    rows = num_steps * n                      # weight gradients: one GEMM per run over all steps and rows
+
+    def run_major(a):
+        return xp.ascontiguousarray(a.swapaxes(0, 1)).reshape(runs, rows, -1)     # (S, T*N, F)
+
+    grad_w_ur = xp.matmul(run_major(states[:-1]).swapaxes(1, 2), run_major(grad_ur))
+    grad_w_c = xp.matmul(run_major(reset_h).swapaxes(1, 2), run_major(grad_c))
+    return grad_ur, grad_c, grad_w_ur, grad_w_c, grad_h
 
 
-def _backward_factors(xp, states, gates, origin_mode):
-    """The derivatives of each step's new state that do not depend on the incoming gradient, all (S, T, N, D).
+def _backward_factors(xp, states, ur, c, origin_mode):
+    """The derivatives of each step's new state that do not depend on the incoming gradient, each (T, S, N, D).
 
     ``factor_u`` = dh/du * u(1-u), ``factor_c`` = dh/dc * (1-c^2), ``factor_h`` =
     dh/dh_prev along the mix, ``factor_r`` = h_prev * r(1-r) (times dL/d(r h_prev)
     it is the reset gate's pre-activation gradient).
     """
-    d = gates.shape[-1] // 3
-    u, r, c = gates[..., :d], gates[..., d:2 * d], gates[..., 2 * d:]
-    h_prev = states[:, :-1]
+    d = c.shape[-1]
+    u, r = ur[..., :d], ur[..., d:]
+    h_prev = states[:-1]
     one_minus_u = 1 - u
     if origin_mode:
         factor_u, factor_c, factor_h = h_prev - c, one_minus_u, u
@@ -132,60 +114,84 @@ def _backward_factors(xp, states, gates, origin_mode):
     return factor_u, factor_c, factor_h, factor_r
 
 
+def _segments(active, n, arrays):
+    """The steps grouped by their active row count: a list of (m, [a[t0:t1, :, :m] for a in arrays]).
+
+    Each block covers the consecutive steps t0 <= t < t1 with active[t] = m > 0;
+    the loops walk a block's steps with ``zip`` (one view per array per step).
+    """
+    segments, start = [], 0
+    for m, steps in itertools.groupby(active):
+        end = start + sum(1 for _ in steps)
+        if m:
+            segments.append((m, [a[start:end] if m == n else a[start:end, :, :m] for a in arrays]))
+        start = end
+    return segments
+
+
 # ---- NumPy ------------------------------------------------------------------
 
-def _matmul_numpy(a, b, out):
-    """out = a @ b for stacks (S, m, k) @ (S, k, n), written into the view ``out``."""
-    numpy.matmul(a, b, out=out)
+def _forward_numpy(x_ur, x_c, active, w_ur_half, w_c, origin_mode, states, ur_all, c_all, reset_h):
+    """The forward loop: per step two GEMMs and ten in-place ufunc calls over the active rows of all runs."""
+    n, d = x_c.shape[2], x_c.shape[3]
+    a_ur = numpy.empty(x_ur.shape[1:], dtype=x_ur.dtype)
+    a_c = numpy.empty(x_c.shape[1:], dtype=x_c.dtype)
+    matmul, add, subtract, multiply, tanh = numpy.matmul, numpy.add, numpy.subtract, numpy.multiply, numpy.tanh
+    arrays = (states[:-1], states[1:], x_ur, x_c, ur_all, ur_all[..., :d], ur_all[..., d:], c_all, reset_h)
+    for m, blocks in _segments(active, n, arrays):
+        ar, ac = (a_ur, a_c) if m == n else (a_ur[:, :m], a_c[:, :m])
+        for h_prev, h, x_ur_t, x_c_t, ur, u, r, c, rh in zip(*blocks):
+            matmul(h_prev, w_ur_half, out=ar)
+            add(x_ur_t, ar, out=ur)
+            tanh(ur, out=ur)
+            ur *= 0.5
+            ur += 0.5                                   # [u | r] = sigmoid
+            multiply(r, h_prev, out=rh)
+            matmul(rh, w_c, out=ac)
+            add(x_c_t, ac, out=c)
+            tanh(c, out=c)
+            if origin_mode:
+                subtract(h_prev, c, out=h)
+                h *= u
+                h += c
+            else:
+                subtract(c, h_prev, out=h)
+                h *= u
+                h += h_prev
 
 
-def _update_reset_numpy(x_ur, a_ur, h_prev, ur, reset_h):
-    """ur = 0.5 tanh(x_ur + a_ur) + 0.5 (= [u | r], the inputs being halved); reset_h = r * h_prev."""
-    numpy.add(x_ur, a_ur, out=ur)
-    numpy.tanh(ur, out=ur)
-    ur *= 0.5
-    ur += 0.5
-    numpy.multiply(ur[..., h_prev.shape[-1]:], h_prev, out=reset_h)
+def _backward_numpy(grad_states, factors, r_all, active, w_ur_t, w_c_t, grad_ur, grad_c, grad_h):
+    """The BPTT loop, from the last step down: two GEMMs and eight in-place ufunc calls per step.
 
-
-def _candidate_state_numpy(x_c, a_c, u, h_prev, origin_mode, c, h):
-    """c = tanh(x_c + a_c); h = the GRU mix of h_prev and c."""
-    numpy.add(x_c, a_c, out=c)
-    numpy.tanh(c, out=c)
-    if origin_mode:
-        numpy.subtract(h_prev, c, out=h)
-        h *= u
-        h += c
-    else:
-        numpy.subtract(c, h_prev, out=h)
-        h *= u
-        h += h_prev
-
-
-def _state_grad_numpy(grad_out, factor_u, factor_c, factor_h, grad_xu, grad_xc, grad_h):
-    """g = grad_h + grad_out (dL/dh of the step); grad_xu = g factor_u; grad_xc = g factor_c; grad_h = g factor_h."""
-    grad_h += grad_out
-    numpy.multiply(grad_h, factor_u, out=grad_xu)
-    numpy.multiply(grad_h, factor_c, out=grad_xc)
-    grad_h *= factor_h
-
-
-def _reset_grad_numpy(grad_reset_h, factor_r, r, grad_xr, grad_h):
-    """grad_xr = dL/d(r h_prev) * factor_r; adds dL/d(r h_prev) * r to grad_h (overwrites grad_reset_h)."""
-    numpy.multiply(grad_reset_h, factor_r, out=grad_xr)
-    grad_reset_h *= r
-    grad_h += grad_reset_h
-
-
-_NUMPY_STEPS = types.SimpleNamespace(matmul=_matmul_numpy, update_reset=_update_reset_numpy,
-                                     candidate_state=_candidate_state_numpy, state_grad=_state_grad_numpy,
-                                     reset_grad=_reset_grad_numpy)
+    On entry to step t ``grad_h`` holds dL/d(state carried out of step t) for its
+    active rows; on exit dL/d(state carried in).
+    """
+    num_steps, runs, n, d = grad_c.shape
+    matmul, multiply = numpy.matmul, numpy.multiply
+    grad_reset_h = numpy.empty((runs, n, d), dtype=grad_c.dtype)
+    grad_from_ur = numpy.empty((runs, n, d), dtype=grad_c.dtype)
+    arrays = (grad_states, *factors, r_all, grad_ur[..., :d], grad_ur[..., d:], grad_c, grad_ur)
+    for m, blocks in reversed(_segments(active, n, arrays)):
+        g = grad_h if m == n else grad_h[:, :m]
+        grh, gur = (grad_reset_h, grad_from_ur) if m == n else (grad_reset_h[:, :m], grad_from_ur[:, :m])
+        for grad_out, factor_u, factor_c, factor_h, factor_r, r, gxu, gxr, gxc, gx_ur in zip(*(b[::-1] for b in blocks)):
+            g += grad_out                               # dL/dh of this step
+            multiply(g, factor_u, out=gxu)
+            multiply(g, factor_c, out=gxc)
+            g *= factor_h
+            matmul(gxc, w_c_t, out=grh)                 # dL/d(r * h_prev)
+            multiply(grh, factor_r, out=gxr)
+            grh *= r
+            g += grh
+            matmul(gx_ur, w_ur_t, out=gur)
+            g += gur
 
 
 # ---- CuPy -------------------------------------------------------------------
-# One thread per element of the (S, m, D) active state; the [u | r | c] column
-# blocks are passed as strided views, which ElementwiseKernel reads and writes
-# in place. grad_h is an output that each thread reads before it writes it.
+# The same loops; the gate math of a step is one ElementwiseKernel (one thread
+# per element of the (S, m, D) active state), reading and writing the
+# [u | r | c] column blocks through strided views. GEMM results are copied into
+# the strided views (cupy.matmul writes contiguous arrays).
 
 _UPDATE_RESET = """
     u = T(0.5) * tanh(x_u + a_u) + T(0.5);
@@ -212,38 +218,42 @@ _RESET_GRAD = """
 
 
 @functools.lru_cache(maxsize=None)
-def _cupy_steps():
-    """The step functions on CuPy (ElementwiseKernels and matmul), with the NumPy signatures."""
+def _cupy_kernels():
+    """The four step kernels as CuPy ElementwiseKernels."""
     cupy = backend.array_module("gpu")
-    update_reset = cupy.ElementwiseKernel(
-        "T x_u, T x_r, T a_u, T a_r, T h_prev", "T u, T r, T reset_h", _UPDATE_RESET, "oar_gru_update_reset")
-    candidate_state = cupy.ElementwiseKernel(
-        "T x_c, T a_c, T u, T h_prev, bool origin_mode", "T c, T h", _CANDIDATE_STATE, "oar_gru_candidate_state")
-    state_grad = cupy.ElementwiseKernel(
-        "T grad_out, T factor_u, T factor_c, T factor_h", "T grad_xu, T grad_xc, T grad_h",
-        _STATE_GRAD, "oar_gru_state_grad")
-    reset_grad = cupy.ElementwiseKernel(
-        "T grad_reset_h, T factor_r, T r", "T grad_xr, T grad_h", _RESET_GRAD, "oar_gru_reset_grad")
-
-    def matmul_cupy(a, b, out):
-        out[...] = cupy.matmul(a, b)          # out is a strided view; cupy.matmul writes contiguous results
-
-    def update_reset_cupy(x_ur, a_ur, h_prev, ur, reset_h):
-        d = h_prev.shape[-1]
-        update_reset(x_ur[..., :d], x_ur[..., d:], a_ur[..., :d], a_ur[..., d:], h_prev, ur[..., :d], ur[..., d:],
-                     reset_h)
-
-    def candidate_state_cupy(x_c, a_c, u, h_prev, origin_mode, c, h):
-        candidate_state(x_c, a_c, u, h_prev, bool(origin_mode), c, h)
-
-    def reset_grad_cupy(grad_reset_h, factor_r, r, grad_xr, grad_h):
-        reset_grad(grad_reset_h, factor_r, r, grad_xr, grad_h)
-
-    return types.SimpleNamespace(matmul=matmul_cupy, update_reset=update_reset_cupy,
-                                 candidate_state=candidate_state_cupy, state_grad=state_grad,
-                                 reset_grad=reset_grad_cupy)
+    return (cupy.ElementwiseKernel("T x_u, T x_r, T a_u, T a_r, T h_prev", "T u, T r, T reset_h",
+                                   _UPDATE_RESET, "oar_gru_update_reset"),
+            cupy.ElementwiseKernel("T x_c, T a_c, T u, T h_prev, bool origin_mode", "T c, T h",
+                                   _CANDIDATE_STATE, "oar_gru_candidate_state"),
+            cupy.ElementwiseKernel("T grad_out, T factor_u, T factor_c, T factor_h", "T grad_xu, T grad_xc, T grad_h",
+                                   _STATE_GRAD, "oar_gru_state_grad"),
+            cupy.ElementwiseKernel("T grad_reset_h, T factor_r, T r", "T grad_xr, T grad_h",
+                                   _RESET_GRAD, "oar_gru_reset_grad"))
 
 
-def _steps(xp):
-    """The step functions for array module ``xp``."""
-    return _NUMPY_STEPS if xp is numpy else _cupy_steps()
+def _forward_cupy(x_ur, x_c, active, w_ur_half, w_c, origin_mode, states, ur_all, c_all, reset_h):
+    """The forward loop of :func:`_forward_numpy` with CuPy kernels."""
+    cupy = backend.array_module("gpu")
+    update_reset, candidate_state, _, _ = _cupy_kernels()
+    n, d = x_c.shape[2], x_c.shape[3]
+    arrays = (states[:-1], states[1:], x_ur[..., :d], x_ur[..., d:], x_c, ur_all[..., :d], ur_all[..., d:], c_all,
+              reset_h)
+    for _, blocks in _segments(active, n, arrays):
+        for h_prev, h, x_u, x_r, x_c_t, u, r, c, rh in zip(*blocks):
+            a_ur = cupy.matmul(h_prev, w_ur_half)
+            update_reset(x_u, x_r, a_ur[..., :d], a_ur[..., d:], h_prev, u, r, rh)
+            candidate_state(x_c_t, cupy.matmul(rh, w_c), u, h_prev, origin_mode, c, h)
+
+
+def _backward_cupy(grad_states, factors, r_all, active, w_ur_t, w_c_t, grad_ur, grad_c, grad_h):
+    """The BPTT loop of :func:`_backward_numpy` with CuPy kernels."""
+    cupy = backend.array_module("gpu")
+    _, _, state_grad, reset_grad = _cupy_kernels()
+    n, d = grad_c.shape[2], grad_c.shape[3]
+    arrays = (grad_states, *factors, r_all, grad_ur[..., :d], grad_ur[..., d:], grad_c, grad_ur)
+    for m, blocks in reversed(_segments(active, n, arrays)):
+        g = grad_h if m == n else grad_h[:, :m]
+        for grad_out, factor_u, factor_c, factor_h, factor_r, r, gxu, gxr, gxc, gx_ur in zip(*(b[::-1] for b in blocks)):
+            state_grad(grad_out, factor_u, factor_c, factor_h, gxu, gxc, g)
+            reset_grad(cupy.matmul(gxc, w_c_t), factor_r, r, gxr, g)
+            g += cupy.matmul(gx_ur, w_ur_t)

@@ -2,7 +2,8 @@
 and their single-step cells GRUCell and LSTMCell.
 
 Structure (that of Baidu's LAC BiGRU): every layer and direction has its own
-input projection ``Linear(in, G*H)`` (G = 3 for GRU, 4 for LSTM) feeding
+input projection ``Linear(in, G*H)`` (G = 3 for GRU, 4 for LSTM; applied at the
+valid positions only, :func:`framework.nn.functional.sequence_linear`) feeding
 PaddlePaddle's ``dynamic_gru`` / ``dynamic_lstm`` op
 (:func:`framework.nn.functional.dynamic_gru`), whose recurrent weight is
 (H, G*H) and bias (1, G*H). Layer k > 0 reads the previous layer's output,
@@ -29,6 +30,7 @@ Uniform(-1/sqrt(H), 1/sqrt(H)), as Paddle 2's recurrent layers.
 import math
 
 from .. import ops
+from ..ops.rnn import sequence_lengths
 from . import functional as F
 from . import initializer as init
 from .layer import Layer, LayerDict, LayerList
@@ -60,7 +62,7 @@ class _RecurrentUnit(Layer):
 
     def run(self, x, lengths=None, states=None):
         """x (N, T, C), lengths (N,) or None, states: None or (h0,) / (h0, c0) each (N, H)."""
-        proj = self.input_proj(x)                                   # (N, T, G*H)
+        proj = F.sequence_linear(x, lengths, self.input_proj.weight, self.input_proj.bias)    # (N, T, G*H)
         if self.mode == "gru":
             h0 = None if states is None else states[0]
             hidden, last = F.dynamic_gru(proj, lengths, self.weight_hh, self.bias_hh, h0,
@@ -108,6 +110,7 @@ class _RNNBase(Layer):
         """x (N, T, C) -> (output (N, T, H * dirs), list of each unit's final states in layer-major order)."""
         if x.ndim != 3 or x.shape[2] != self.input_size:
             raise ValueError(f"{type(self).__name__}: expected input (N, T, {self.input_size}), got {x.shape}")
+        lengths = sequence_lengths(lengths, x, f"dynamic_{self.mode}")          # checked once, named after the op
         finals = []
         for k, layer in enumerate(self.layers):
             if k > 0 and self.dropout is not None:
@@ -130,7 +133,9 @@ class _RNNBase(Layer):
         """Layer k of a bidirectional GRU, both directions in one time loop; appends the final states."""
         fw, bw = layer["fw"], layer["bw"]
         h0 = (None, None) if initial_states is None else tuple(initial_states[0][2 * k + d] for d in (0, 1))
-        hidden, last_fw, last_bw = F.dynamic_bigru(fw.input_proj(x), bw.input_proj(x), lengths, fw.weight_hh,
+        hidden, last_fw, last_bw = F.dynamic_bigru(F.sequence_linear(x, lengths, fw.input_proj.weight, fw.input_proj.bias),
+                                                   F.sequence_linear(x, lengths, bw.input_proj.weight, bw.input_proj.bias),
+                                                   lengths, fw.weight_hh,
                                                    bw.weight_hh, fw.bias_hh, bw.bias_hh, *h0,
                                                    origin_mode=fw.origin_mode)
         finals.extend([(last_fw,), (last_bw,)])

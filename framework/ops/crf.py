@@ -169,8 +169,5 @@ def viterbi_decode(emissions, transition, lengths=None, include_bos_eos_tag=True
         start, stop, trans = table[0], table[1], table[2:]
     else:
         start, stop, trans = xp.zeros(k, dtype=e.dtype), xp.zeros(k, dtype=e.dtype), table
-    alpha, backpointers = crf_kernel.viterbi_forward(e, lengths, start, trans)
-    final = alpha[xp.arange(len(lengths)), lengths - 1] + stop
-    last_tags = final.argmax(axis=1)
-    paths = crf_kernel.viterbi_backtrack(backpointers, last_tags, lengths)
-    return Tensor(final.max(axis=1)), Tensor(paths)
+    scores, paths = crf_kernel.viterbi_decode(e, lengths, start, stop, trans)
+    return Tensor(scores), Tensor(paths)

@@ -1,43 +1,56 @@
 """Normalisation: batch_norm (train and eval), layer_norm, group_norm and Lp normalize.
 
-The three statistics-based norms are one Function: view x as ``view``,
-standardise over ``axes`` of that view (with batch statistics, or with fixed
-running statistics in eval mode), then scale and shift by a per-channel or
-per-feature weight and bias.
+layer_norm and group_norm are one Function: view x as ``view``, standardise
+over ``axes`` of that view, then scale and shift by a per-feature or
+per-channel weight and bias. batch_norm has its own Function, because its
+statistics and its weight are both per channel: the output is one multiply and
+one add per element, the backward is per-channel sums and two passes, and
+temporaries that never leave the op live in reused scratch buffers (fresh
+multi-MB arrays cost page faults that rival the arithmetic).
 """
 import math
 
 import numpy
 
+from ..kernels.im2col import scratch
 from ..tensor import Function, Tensor, OpError
 from .. import backend
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "normalize"]
 
 
-class Normalize(Function):
-    """y = (x - mean) / sqrt(var + epsilon) * weight + bias.
+class BatchNorm(Function):
+    """y = (x - mean) * weight / sqrt(var + epsilon) + bias, per channel (axis 1).
 
-    Attributes: ``view`` (x reshaped for the statistics), ``axes`` (reduced
-    axes of the view), ``param_shape`` (weight and bias broadcast against x),
-    ``fixed`` (None for batch statistics, else (mean, var) broadcastable to
-    the view), ``running`` (None, or (running_mean, running_var, momentum)
-    arrays updated in place from the batch statistics).
+    Attributes: ``epsilon``; ``fixed`` None (batch statistics) or the running
+    (mean, var) arrays (C,); ``running`` None or (running_mean, running_var,
+    momentum) arrays updated in place from the batch statistics.
     """
 
     def forward(self, x, w, b):
-        xv = x.reshape(self.view)
+        xp = self.xp
+        x3 = x.reshape(x.shape[0], x.shape[1], -1)  # (N, C, L)
         if self.fixed is None:
-            mean = xv.mean(axis=self.axes, keepdims=True)
-            var = xv.var(axis=self.axes, keepdims=True)
+            count = x3.shape[0] * x3.shape[2]
+            mean = x3.mean(axis=(0, 2))
+            centred = x3 - mean[:, None]
+            var = _channel_sum(xp, "bn_square", centred, centred) / count
             if self.running is not None:
-                self._update_running(mean, var, xv.size // mean.size)
+                self._update_running(mean, var, count)
         else:
-            mean, var = (self.xp.asarray(s, dtype=x.dtype) for s in self.fixed)
-        inv_std = 1 / self.xp.sqrt(var + self.epsilon)
-        xhat = (xv - mean) * inv_std
-        self.saved = xhat, inv_std, w
-        return xhat.reshape(x.shape) * w.reshape(self.param_shape) + b.reshape(self.param_shape)
+            mean, var = (xp.asarray(s, dtype=x.dtype) for s in self.fixed)
+            centred = None
+        inv_std = 1 / xp.sqrt(var + self.epsilon)
+        scale = w * inv_std
+        if centred is None:  # eval: x * scale + (bias - mean * scale)
+            y = x3 * scale[:, None]
+            y += (b - mean * scale)[:, None]
+            self.saved = x3, mean, inv_std, w
+        else:
+            y = centred * scale[:, None]
+            y += b[:, None]
+            self.saved = centred, None, inv_std, w
+        return y.reshape(x.shape)
 
     def _update_running(self, mean, var, count):
         """running = momentum * running + (1 - momentum) * batch, with the unbiased batch variance."""
@@ -46,6 +59,58 @@ class Normalize(Function):
         running_mean += (1 - momentum) * mean.reshape(running_mean.shape)
         running_var *= momentum
         running_var += (1 - momentum) * count / (count - 1) * var.reshape(running_var.shape)
+
+    def backward(self, gy):
+        xp = self.xp
+        source, fixed_mean, inv_std, w = self.saved  # source: centred x (training) or x (eval)
+        need_x, need_w, need_b = self.needs_input_grad
+        training = fixed_mean is None  # batch statistics: gx needs both channel sums
+        g3 = gy.reshape(source.shape)
+        gb = gw = gx = None
+        if need_b or (training and need_x):
+            gb = g3.sum(axis=(0, 2))
+        if need_w or (training and need_x):
+            g_source = _channel_sum(xp, "bn_product", g3, source)  # sum of gy * source per channel
+            if not training:
+                g_sum = gb if gb is not None else g3.sum(axis=(0, 2))
+                g_source = g_source - fixed_mean * g_sum  # sum of gy * (x - mean)
+            gw = g_source * inv_std  # sum of gy * xhat
+        if need_x:
+            scale = w * inv_std
+            gx = g3 * scale[:, None]
+            if training:  # subtract the projections on 1 and on xhat
+                count = g3.shape[0] * g3.shape[2]
+                gx -= _scaled(xp, source, (scale * inv_std * gw / count)[:, None])
+                gx -= (scale * gb / count)[:, None]
+            gx = gx.reshape(gy.shape)
+        return gx, gw if need_w else None, gb if need_b else None
+
+
+def _scaled(xp, a, factor):
+    """``a * factor`` in a scratch buffer (valid until the next request for it)."""
+    return xp.multiply(a, factor, out=scratch(xp, "bn_scaled", a.shape, a.dtype))
+
+
+def _channel_sum(xp, name, a, b):
+    """sum over axes 0 and 2 of ``a * b``, both (N, C, L) -> (C,); the product goes to a scratch buffer."""
+    return xp.multiply(a, b, out=scratch(xp, name, a.shape, a.dtype)).sum(axis=(0, 2))
+
+
+class Normalize(Function):
+    """y = (x - mean) / sqrt(var + epsilon) * weight + bias, with batch statistics.
+
+    Attributes: ``view`` (x reshaped for the statistics), ``axes`` (reduced
+    axes of the view), ``param_shape`` (weight and bias broadcast against x).
+    """
+
+    def forward(self, x, w, b):
+        xv = x.reshape(self.view)
+        mean = xv.mean(axis=self.axes, keepdims=True)
+        var = xv.var(axis=self.axes, keepdims=True)
+        inv_std = 1 / self.xp.sqrt(var + self.epsilon)
+        xhat = (xv - mean) * inv_std
+        self.saved = xhat, inv_std, w
+        return xhat.reshape(x.shape) * w.reshape(self.param_shape) + b.reshape(self.param_shape)
 
     def backward(self, gy):
         xhat, inv_std, w = self.saved
@@ -59,9 +124,8 @@ class Normalize(Function):
         gx = None
         if self.needs_input_grad[0]:
             gxhat = (gy * w.reshape(self.param_shape)).reshape(self.view)
-            if self.fixed is None:
-                gxhat = (gxhat - gxhat.mean(axis=self.axes, keepdims=True)
-                         - xhat * (gxhat * xhat).mean(axis=self.axes, keepdims=True))
+            gxhat = (gxhat - gxhat.mean(axis=self.axes, keepdims=True)
+                     - xhat * (gxhat * xhat).mean(axis=self.axes, keepdims=True))
             gx = (gxhat * inv_std).reshape(x_shape)
         return gx, gw, gb
 
@@ -123,19 +187,17 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
         raise OpError(f"{op}: running_mean and running_var must be ({channels},) for x {x.shape} "
                       f"(both are needed in eval mode), got "
                       f"{[None if s is None else s.shape for s in (running_mean, running_var)]}")
-    param_shape = (1, channels) + (1,) * (x.ndim - 2)
     weight = _affine(op, x, weight, (channels,), 1)
     bias = _affine(op, x, bias, (channels,), 0)
-    attrs = dict(view=x.shape, axes=(0,) + tuple(range(2, x.ndim)), param_shape=param_shape,
-                 epsilon=epsilon, fixed=None, running=None)
+    attrs = dict(epsilon=epsilon, fixed=None, running=None)
     if training:
         if x.size // channels < 2:
             raise OpError(f"{op}: training needs more than one value per channel, got x {x.shape}")
         if len(stats) == 2:
             attrs["running"] = (running_mean.data, running_var.data, momentum)
     else:
-        attrs["fixed"] = (running_mean.data.reshape(param_shape), running_var.data.reshape(param_shape))
-    return Normalize.apply(x, weight, bias, **attrs)
+        attrs["fixed"] = (running_mean.data, running_var.data)
+    return BatchNorm.apply(x, weight, bias, **attrs)
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, epsilon=1e-5):
@@ -155,7 +217,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, epsilon=1e-5):
     bias = _affine(op, x, bias, shape, 0)
     lead = x.shape[:x.ndim - len(shape)]
     return Normalize.apply(x, weight, bias, view=(math.prod(lead), math.prod(shape)), axes=(1,),
-                           param_shape=(1,) * len(lead) + shape, epsilon=epsilon, fixed=None, running=None)
+                           param_shape=(1,) * len(lead) + shape, epsilon=epsilon)
 
 
 def group_norm(x, num_groups, weight=None, bias=None, epsilon=1e-5):
@@ -171,8 +233,7 @@ def group_norm(x, num_groups, weight=None, bias=None, epsilon=1e-5):
     weight = _affine(op, x, weight, (channels,), 1)
     bias = _affine(op, x, bias, (channels,), 0)
     return Normalize.apply(x, weight, bias, view=(n, num_groups, x.size // (n * num_groups)), axes=(2,),
-                           param_shape=(1, channels) + (1,) * (x.ndim - 2), epsilon=epsilon,
-                           fixed=None, running=None)
+                           param_shape=(1, channels) + (1,) * (x.ndim - 2), epsilon=epsilon)
 
 
 def normalize(x, p=2, axis=1, epsilon=1e-12):

@@ -2,7 +2,9 @@
 PaddlePaddle's ``dynamic_gru`` / ``dynamic_lstm``.
 
 Inputs are batch-major (N, T, *) with ``lengths`` (N,) int64 (None: every
-sequence is T long). Outputs at positions t >= lengths[n] are 0 and receive no
+sequence is T long). :func:`sequence_linear` is a linear map computed at the
+valid positions only (as Paddle's ``fc`` on a LoD tensor), so padding costs
+no GEMM work. Outputs at positions t >= lengths[n] are 0 and receive no
 gradient; the last states are taken at each sequence's own last valid step. A
 reverse direction runs inside each sequence's own length, from position
 lengths[n]-1 down to 0, and writes its outputs at their original positions.
@@ -20,7 +22,7 @@ from ..kernels import gru as gru_kernel, lstm as lstm_kernel
 from ..tensor import Function, Tensor, OpError
 from .utils import check_float
 
-__all__ = ["dynamic_gru", "dynamic_bigru", "dynamic_lstm"]
+__all__ = ["sequence_linear", "dynamic_gru", "dynamic_bigru", "dynamic_lstm"]
 
 
 def sequence_lengths(lengths, x, op, minimum=0):
@@ -120,8 +122,69 @@ def _zeros(like, shape):
     return Tensor(backend.get_array_module(like.data).zeros(shape, dtype=like.dtype))
 
 
+class SequenceLinear(Function):
+    """y = x @ weight + bias at the valid positions, 0 elsewhere; attribute ``positions`` (M,) int64, the
+    valid positions' flat indices n * T + t (None: every position is valid)."""
+
+    def forward(self, x, weight, bias):
+        n, num_steps, width = x.shape
+        rows = x.reshape(-1, width)
+        if self.positions is not None:
+            rows = rows.take(self.positions, axis=0)                                 # (M, C)
+        self.saved = rows, weight
+        y = rows @ weight
+        y += bias
+        if self.positions is None:
+            return y.reshape(n, num_steps, -1)
+        out = self.xp.zeros((n * num_steps, weight.shape[1]), dtype=y.dtype)
+        out[self.positions] = y
+        return out.reshape(n, num_steps, -1)
+
+    def backward(self, gy):
+        rows, weight = self.saved
+        n, num_steps, width = gy.shape
+        g = gy.reshape(-1, width)
+        if self.positions is not None:
+            g = g.take(self.positions, axis=0)                                       # (M, F)
+        gx = None
+        if self.needs_input_grad[0]:
+            gx_rows = g @ weight.T
+            if self.positions is None:
+                gx = gx_rows.reshape(n, num_steps, -1)
+            else:
+                gx = self.xp.zeros((n * num_steps, weight.shape[0]), dtype=gy.dtype)
+                gx[self.positions] = gx_rows
+                gx = gx.reshape(n, num_steps, -1)
+        return gx, rows.T @ g, g.sum(axis=0)
+
+
+def sequence_linear(x, lengths, weight, bias):
+    """A linear map at the valid positions of a padded batch: y[n, t] = x[n, t] @ weight + bias for
+    t < lengths[n], and 0 at t >= lengths[n] (which gets no gradient).
+
+    Only the valid positions are multiplied, so a batch of uneven lengths costs
+    the GEMM of its real positions; with ``lengths`` None (or all equal to T) it
+    is the plain linear map.
+
+    Shapes: x (N, T, C), lengths (N,) int64 or None, weight (C, F), bias (F,) -> y (N, T, F).
+    """
+    check_float(x, "sequence_linear")
+    if x.ndim != 3 or weight.ndim != 2 or x.shape[2] != weight.shape[0] or bias.shape != (weight.shape[1],):
+        raise OpError(f"sequence_linear: expected x (N, T, C), weight (C, F) and bias (F,), got x {x.shape}, "
+                      f"weight {weight.shape} and bias {bias.shape}")
+    if weight.dtype != x.dtype or bias.dtype != x.dtype:
+        raise OpError(f"sequence_linear: dtype mismatch, x {x.dtype}, weight {weight.dtype}, bias {bias.dtype}")
+    lengths = sequence_lengths(lengths, x, "sequence_linear")
+    n, num_steps = x.shape[:2]
+    positions = None
+    if n and int(lengths.min()) < num_steps:
+        xp = backend.get_array_module(lengths)
+        positions = xp.flatnonzero(xp.arange(num_steps)[None, :] < lengths[:, None])
+    return SequenceLinear.apply(x, weight, bias, positions=positions)
+
+
 class _SortedRuns:
-    """Gathers between batch-major (N, T, F) arrays and the GRU kernel's sorted, time-major runs (S, T, N, F).
+    """Gathers between batch-major (N, T, F) arrays and the GRU kernel's sorted, time-major runs (T, S, N, F).
 
     The kernel's row i is sequence ``order[i]`` (rows by decreasing length) and
     its step t of run s reads position ``index[s][n, t]`` of sequence n (t, or
@@ -140,18 +203,24 @@ class _SortedRuns:
         self.active = (host[None, :] > numpy.arange(num_steps)[:, None]).sum(axis=1).tolist()
         self.index = [time_index(lengths, num_steps, reverse) for reverse in reverses]
 
-    def to_runs(self, arrays):
-        """S arrays (N, T, F) -> (S, T, N, F) in run order."""
+    def to_runs(self, arrays, columns=slice(None)):
+        """S arrays (N, T, F) -> (T, S, N, F') in run order, F' the given ``columns`` of F."""
         xp = backend.get_array_module(arrays[0])
-        n, num_steps, width = arrays[0].shape
-        out = xp.empty((len(arrays), num_steps, n, width), dtype=arrays[0].dtype)
+        n, num_steps = arrays[0].shape[:2]
+        width = len(range(arrays[0].shape[2])[columns])
+        out = xp.empty((num_steps, len(arrays), n, width), dtype=arrays[0].dtype)
         for s, a in enumerate(arrays):
-            out[s] = a[self.order[None, :], self.index[s][self.order].T]
+            out[:, s] = a[self.order[None, :], self.index[s][self.order].T, columns]
         return out
 
     def from_runs(self, runs, offset=0):
-        """(S, T', N, F) in run order -> S arrays (N, T, F), reading step t at ``runs[s, t + offset]``."""
-        return [runs[s][self.index[s] + offset, self.rank[:, None]] for s in range(len(self.index))]
+        """(T', S, N, F) in run order -> S arrays (N, T, F), reading step t at ``runs[t + offset, s]``."""
+        return [runs[index + offset, s, self.rank[:, None]] for s, index in enumerate(self.index)]
+
+    def last(self, states):
+        """Each run's state after each row's last step, (S, N, D) in batch order, from states (T+1, S, N, D)."""
+        xp = backend.get_array_module(states)
+        return xp.stack([states[self.lengths, s, self.rank] for s in range(len(self.index))])
 
     def sort_rows(self, a):
         """(S, N, F) in batch order -> run order."""
@@ -174,33 +243,34 @@ class DynamicGRU(Function):
     def forward(self, *arrays):
         xp, runs = self.xp, len(self.reverses)
         xs, weights, biases, h0s = (arrays[i * runs:(i + 1) * runs] for i in range(4))
-        n, num_steps, width = xs[0].shape
-        d = width // 3
-        seq = _SortedRuns(self.lengths, num_steps, self.reverses)
+        d = weights[0].shape[0]
+        seq = _SortedRuns(self.lengths, xs[0].shape[1], self.reverses)
         flat = xp.stack(weights).reshape(runs, -1)                                   # (S, 3D*D)
         w_ur, w_c = flat[:, :2 * d * d].reshape(runs, d, 2 * d), flat[:, 2 * d * d:].reshape(runs, d, d)
-        x_runs = seq.to_runs(xs)                                                     # (S, T, N, 3D)
-        x_runs += xp.stack([b.reshape(-1) for b in biases])[:, None, None, :]
-        states, gates, reset_h = gru_kernel.gru_forward(x_runs, seq.active, w_ur, w_c,
+        bias = xp.stack([b.reshape(-1) for b in biases])[:, None, :]                 # (S, 1, 3D)
+        x_ur = seq.to_runs(xs, slice(0, 2 * d))                                      # (T, S, N, 2D)
+        x_ur += bias[..., :2 * d]
+        x_c = seq.to_runs(xs, slice(2 * d, 3 * d))                                   # (T, S, N, D)
+        x_c += bias[..., 2 * d:]
+        states, ur, c, reset_h = gru_kernel.gru_forward(x_ur, x_c, seq.active, w_ur, w_c,
                                                         seq.sort_rows(xp.stack(h0s)), self.origin_mode)
-        self.saved = seq, states, gates, reset_h, w_ur, w_c, [b.shape for b in biases]
+        self.saved = seq, states, ur, c, reset_h, w_ur, w_c, [b.shape for b in biases]
         hidden = seq.from_runs(states, offset=1)                                     # S x (N, T, D)
-        last = seq.unsort_rows(states[:, seq.lengths[seq.order], xp.arange(n)])       # (S, N, D)
-        return (hidden[0] if runs == 1 else xp.concatenate(hidden, axis=-1), *last)
+        return (hidden[0] if runs == 1 else xp.concatenate(hidden, axis=-1), *seq.last(states))
 
     def backward(self, grad_hidden, *grad_last):
         xp = self.xp
-        seq, states, gates, reset_h, w_ur, w_c, bias_shapes = self.saved
+        seq, states, ur, c, reset_h, w_ur, w_c, bias_shapes = self.saved
         runs, d = len(self.reverses), w_c.shape[-1]
         grad_states = seq.to_runs([grad_hidden[..., s * d:(s + 1) * d] for s in range(runs)])
-        grad_x, grad_w_ur, grad_w_c, grad_h0 = gru_kernel.gru_backward(
-            states, gates, reset_h, seq.active, w_ur, w_c, grad_states, seq.sort_rows(xp.stack(grad_last)),
+        grad_ur, grad_c, grad_w_ur, grad_w_c, grad_h0 = gru_kernel.gru_backward(
+            states, ur, c, reset_h, seq.active, w_ur, w_c, grad_states, seq.sort_rows(xp.stack(grad_last)),
             self.origin_mode)
+        grad_xs = [xp.concatenate([a, b], axis=-1) for a, b in zip(seq.from_runs(grad_ur), seq.from_runs(grad_c))]
         grad_weights = xp.concatenate([grad_w_ur.reshape(runs, -1), grad_w_c.reshape(runs, -1)], axis=1)
-        grad_biases = grad_x.sum(axis=(1, 2))                                        # (S, 3D)
-        grad_h0 = seq.unsort_rows(grad_h0)
-        return (*seq.from_runs(grad_x), *grad_weights.reshape(runs, d, 3 * d),
-                *(g.reshape(shape) for g, shape in zip(grad_biases, bias_shapes)), *grad_h0)
+        grad_biases = xp.concatenate([grad_ur.sum(axis=(0, 2)), grad_c.sum(axis=(0, 2))], axis=-1)   # (S, 3D)
+        return (*grad_xs, *grad_weights.reshape(runs, d, 3 * d),
+                *(g.reshape(shape) for g, shape in zip(grad_biases, bias_shapes)), *seq.unsort_rows(grad_h0))
 
 
 class DynamicLSTM(Function):

@@ -10,12 +10,23 @@ scores. The model returns the emissions; the linear-chain CRF's transition
 (start row, stop row, ``trans[from, to]``) lives in ``self.crf`` and the task
 computes the loss through ``self.crf`` and decodes (``F.viterbi_decode``).
 
-Shapes: forward(tokens (N, T) int64, lengths (N,) int64) -> emissions (N, T, num_tags).
+Shapes: forward(tokens (N, T) int64, lengths (N,) int64) -> emissions (N, T, num_tags), 0 past each length
+(the emission layer runs at the valid positions only).
+
+Two options go beyond the official network (both off by default, so the
+official weights load unchanged): **hashed character n-grams**
+(``ngram_buckets`` > 0), where each position also reads the embeddings of every
+n-gram of the orders in ``ngram_orders`` that contains it (for order 2: the
+bigrams with its left and with its right neighbour), their ids hashed into
+``ngram_buckets`` rows (the padding id stands past the sequence edges; no
+vocabulary needed), concatenated to its character embedding; and **dropout**
+on the GRU input, between the GRU layers and before the emission layer.
 
 Parameter names (E = emb_dim, H = hidden, K = num_tags, V = vocab_size)::
 
     embedding.weight                              (V, E)
-    gru.layers.{k}.{fw|bw}.input_proj.weight      (E or 2H, 3H)
+    ngram_embedding.weight                        (B, E_n)  only with ngram_buckets = B > 0
+    gru.layers.{k}.{fw|bw}.input_proj.weight      (E + W E_n or 2H, 3H)   W = sum(ngram_orders), 0 without n-grams
     gru.layers.{k}.{fw|bw}.input_proj.bias        (3H,)
     gru.layers.{k}.{fw|bw}.weight_hh              (H, 3H)   Paddle's flat-buffer layout
     gru.layers.{k}.{fw|bw}.bias_hh                (1, 3H)
@@ -27,7 +38,8 @@ Parameter names (E = emb_dim, H = hidden, K = num_tags, V = vocab_size)::
 """
 import numpy
 
-from framework import backend, nn
+from framework import Tensor, backend, concat, nn, no_grad, to_tensor
+from framework.nn import functional as F
 from framework.nn import initializer as init
 from framework.registry import MODELS
 
@@ -77,14 +89,31 @@ class BiGRUCRF(nn.Layer):
         origin_mode: Paddle's GRU update rule (official False: h = (1-u) h_prev + u c).
         init_bound: weights start Uniform(-init_bound, init_bound) and biases at 0,
             as in LAC's training code; the CRF transition starts XavierUniform.
+        ngram_buckets: B, rows of the hashed n-gram embedding (0: no n-gram features, the official network).
+        ngram_dim: E_n, size of each n-gram embedding.
+        ngram_orders: the n-gram orders used (each >= 2), e.g. [2] or [2, 3].
+        dropout: dropout probability on the GRU input, between GRU layers and before the emission layer.
     """
 
     def __init__(self, vocab_size: int, num_tags: int, emb_dim: int = 128, hidden: int = 128, num_layers: int = 2,
-                 origin_mode: bool = False, init_bound: float = 0.1):
+                 origin_mode: bool = False, init_bound: float = 0.1, ngram_buckets: int = 0, ngram_dim: int = 32,
+                 ngram_orders: list = (2,), dropout: float = 0.0):
         super().__init__()
+        self.ngram_orders = tuple(int(n) for n in ngram_orders)
+        if ngram_buckets < 0 or (ngram_buckets and (ngram_dim < 1 or not self.ngram_orders
+                                                    or min(self.ngram_orders) < 2)):
+            raise ValueError(f"BiGRUCRF: need ngram_buckets >= 0, and with n-grams ngram_dim >= 1 and orders >= 2, "
+                             f"got {ngram_buckets}, {ngram_dim} and {list(ngram_orders)}")
         self.vocab_size, self.num_tags = int(vocab_size), int(num_tags)
+        self.ngram_buckets = int(ngram_buckets)
         self.embedding = nn.Embedding(vocab_size, emb_dim)
-        self.gru = nn.GRU(emb_dim, hidden, num_layers=num_layers, direction="bidirect", origin_mode=origin_mode)
+        input_size = emb_dim
+        if self.ngram_buckets:
+            self.ngram_embedding = nn.Embedding(self.ngram_buckets, ngram_dim)
+            input_size += sum(self.ngram_orders) * ngram_dim
+        self.dropout = nn.Dropout(dropout) if dropout > 0 else None
+        self.gru = nn.GRU(input_size, hidden, num_layers=num_layers, direction="bidirect", origin_mode=origin_mode,
+                          dropout=dropout)
         self.emission = nn.Linear(2 * hidden, num_tags)
         self.crf = nn.LinearChainCRF(num_tags)
         uniform = init.Uniform(-init_bound, init_bound)
@@ -95,10 +124,40 @@ class BiGRUCRF(nn.Layer):
             param.data[...] = fill(param.shape, param.dtype, backend.get_array_module(param.data))
 
     def forward(self, tokens, lengths):
-        """tokens (N, T) int64, lengths (N,) int64 -> emissions (N, T, K), 0 beyond each length's GRU output."""
+        """tokens (N, T) int64 (0 past each length), lengths (N,) int64 -> emissions (N, T, K)."""
         x = self.embedding(tokens)                     # (N, T, E)
+        if self.ngram_buckets:
+            ngrams = self.ngram_embedding(self.ngram_ids(tokens))                 # (N, T, W, E_n)
+            x = concat([x, ngrams.reshape(ngrams.shape[:2] + (-1,))], axis=-1)   # (N, T, E + W E_n)
+        if self.dropout is not None:
+            x = self.dropout(x)
         hidden, _ = self.gru(x, lengths)               # (N, T, 2H)
-        return self.emission(hidden)                   # (N, T, K)
+        if self.dropout is not None:
+            hidden = self.dropout(hidden)
+        return F.sequence_linear(hidden, lengths, self.emission.weight, self.emission.bias)   # (N, T, K), 0 past lengths
+
+    def ngram_ids(self, tokens):
+        """Hashed ids (N, T, W) int64 of the n-grams containing each position, W = sum(ngram_orders).
+
+        For order n the windows are tokens[t-n+1 .. t], ..., tokens[t .. t+n-1],
+        in that order; the padding id 0 stands past both edges. A window
+        (a_1, ..., a_n) hashes to h_n with h_0 = n and h_i = (h_{i-1} * 1000003 + a_i) % ngram_buckets.
+        """
+        with no_grad():
+            ids = tokens.data if isinstance(tokens, Tensor) else tokens
+            xp = backend.get_array_module(ids)
+            n, steps = ids.shape
+            edge = max(self.ngram_orders) - 1
+            padded = xp.zeros((n, steps + 2 * edge), dtype=xp.int64)
+            padded[:, edge:edge + steps] = ids
+            windows = []
+            for order in self.ngram_orders:
+                for first in range(edge - order + 1, edge + 1):          # window start, relative to position t
+                    h = xp.full((n, steps), order, dtype=xp.int64)
+                    for i in range(order):
+                        h = (h * 1000003 + padded[:, first + i:first + i + steps]) % self.ngram_buckets
+                    windows.append(h)
+            return to_tensor(xp.stack(windows, axis=-1))
 
     @classmethod
     def from_official(cls, params):
@@ -106,12 +165,18 @@ class BiGRUCRF(nn.Layer):
         return cls.from_state_dict(official_state_dict(params))
 
     @classmethod
-    def from_state_dict(cls, state):
-        """A model sized after and holding ``state`` (our parameter names -> arrays)."""
+    def from_state_dict(cls, state, **options):
+        """A model sized after and holding ``state`` (our parameter names -> arrays).
+
+        The sizes are read from the arrays; ``options`` give the constructor's
+        other arguments (``ngram_orders`` for a model with n-gram features).
+        """
         vocab_size, emb_dim = state["embedding.weight"].shape
+        buckets, ngram_dim = state["ngram_embedding.weight"].shape if "ngram_embedding.weight" in state else (0, 1)
         model = cls(vocab_size, state["crf.transition"].shape[1], emb_dim=emb_dim,
                     hidden=state["gru.layers.0.fw.weight_hh"].shape[0],
-                    num_layers=sum(1 for name in state if name.endswith("fw.weight_hh")))
+                    num_layers=sum(1 for name in state if name.endswith("fw.weight_hh")),
+                    ngram_buckets=buckets, ngram_dim=ngram_dim, **options)
         model.set_state_dict(state)
         return model
 

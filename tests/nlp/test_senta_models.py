@@ -92,6 +92,33 @@ def test_bow_mean_matches_a_numpy_reference():
     numpy.testing.assert_allclose(model(*tensors(ids, lengths)).numpy(), expected, rtol=1e-5, atol=1e-6)
 
 
+def test_bow_ngrams_average_hashed_ngrams_inside_each_sequence():
+    model = SentaBOW(V, emb_dim=6, hidden=5, hidden2=4, ngrams=3, buckets=17)
+    ids, lengths = numpy.array([[3, 4, 5, 9], [7, 8, 1, 1]]), numpy.array([4, 2])
+    unigram, grams = model.embedding.weight.numpy(), model.ngram_embedding.weight.numpy()
+
+    def code(gram):
+        h = len(gram)
+        for token in gram:
+            h = (h * 1000003 + token) % 17
+        return h
+
+    expected = []
+    for row, n in zip(ids, lengths):
+        rows = [unigram[t] for t in row[:n]]
+        rows += [grams[code(row[i:i + k])] for k in (2, 3) for i in range(n - k + 1)]
+        expected.append(numpy.mean(rows, axis=0))
+    ids_t, lengths_t = tensors(ids, lengths)
+    grams_2, valid_2 = model.ngram_ids(ids_t, valid_mask(ids_t, lengths_t), 2)
+    assert grams_2.numpy()[0].tolist() == [code([3, 4]), code([4, 5]), code([5, 9])]
+    assert valid_2.numpy().tolist() == [[True, True, True], [True, False, False]]
+    emb, mask = model.embed(ids_t, lengths_t)
+    pooled = model.encode(ids_t, emb, mask, lengths_t)                     # fc(tanh(mean of the bag))
+    p = {k: v.numpy().astype(numpy.float64) for k, v in model.state_dict().items()}
+    numpy.testing.assert_allclose(pooled.numpy(), numpy.tanh(numpy.array(expected)) @ p["fc.weight"] + p["fc.bias"],
+                                  rtol=1e-5, atol=1e-6)
+
+
 def test_masked_max_takes_valid_positions_only_and_routes_the_gradient_there():
     h = framework.to_tensor(numpy.array([[[1.0, -5.0], [3.0, -4.0], [9.0, 9.0]],
                                          [[-2.0, -7.0], [8.0, 8.0], [8.0, 8.0]]], dtype=numpy.float32),

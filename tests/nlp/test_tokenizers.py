@@ -5,6 +5,7 @@ import pickle
 import pytest
 
 from framework.config import ConfigError
+from framework.fetch import FetchError
 from nlp.data.tokenizers import (CharTokenizer, LacWordTokenizer, SentencePieceTokenizer, build_tokenizer,
                                  normalize)
 
@@ -57,10 +58,6 @@ def test_lac_word_tokenizer_normalises_caches_and_writes_the_corpus_file(tmp_pat
 
 
 def test_lac_word_tokenizer_with_the_official_model():
-    from nlp.tasks import lexical_analysis
-    if not hasattr(lexical_analysis, "load_official_task"):
-        pytest.skip("the official LAC task loader is not available")
-    from framework.fetch import FetchError
     tok = LacWordTokenizer()
     try:
         words = tok.tokenize_batch(["我爱北京天安门", "这本书写得很好，推荐！", ""])

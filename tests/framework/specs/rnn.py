@@ -1,4 +1,4 @@
-"""Specs for framework/ops/rnn.py: dynamic_gru, dynamic_bigru and dynamic_lstm on uneven lengths.
+"""Specs for framework/ops/rnn.py: sequence_linear, dynamic_gru, dynamic_bigru and dynamic_lstm on uneven lengths.
 
 References are per-sequence Python loops over each sequence's valid steps
 (reversed order for the reverse direction), written from Paddle's formulas.
@@ -107,6 +107,16 @@ def _bigru_spec(origin_mode, lengths):
                   make, ref, id=f"rnn.dynamic_bigru[origin_mode={origin_mode},lengths={lengths}]")
 
 
+def _sequence_linear_spec(lengths):
+    def ref(x, lengths, w, b):
+        valid = numpy.arange(x.shape[1])[None, :, None] < numpy.asarray(lengths)[:, None, None]
+        return numpy.where(valid, x @ w + b, 0.0)
+    return OpSpec("sequence_linear", lambda x, lengths, w, b: F.sequence_linear(x, lengths, w, b),
+                  lambda rng: [rng.uniform(-1, 1, (N, T, 4)), numpy.array(lengths, dtype=numpy.int64),
+                               rng.uniform(-1, 1, (4, 6)), rng.uniform(-1, 1, (6,))],
+                  ref, id=f"rnn.sequence_linear[lengths={lengths}]")
+
+
 def _lstm_spec(reverse):
     return OpSpec(
         "dynamic_lstm",
@@ -121,6 +131,8 @@ SPECS += [
     _gru_spec(True, False, lengths=[3, 0, 5], bias_shape=(3 * D,)),
     _gru_defaults_spec(),
     _bigru_spec(False, LENGTHS),
+    _sequence_linear_spec(LENGTHS),
+    _sequence_linear_spec([T] * N),
     _bigru_spec(True, [3, 0, 5]),
     _lstm_spec(False),
     _lstm_spec(True),

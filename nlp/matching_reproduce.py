@@ -1,0 +1,243 @@
+"""``oar reproduce simnet``: train the SimNet configs, measure them and two lexical peers on the same
+test pairs, and write one table (accuracy, AUC, accuracy per negative type).
+
+- Models: ``configs/nlp/simnet_{bow,cnn,gru,lstm}_{pointwise,pairwise}.yaml``,
+  trained from scratch (:mod:`framework.engine.runner`); the best checkpoint
+  (dev AUC) carries its dev-chosen threshold; its weights are written in
+  float16 (the threshold stays float32) next to the shared vocabulary, and
+  those shipped weights are what the table measures.
+- Peers, fitted on the same train pairs, thresholds chosen on the same dev pairs:
+  *word overlap* (Jaccard of the two texts' LAC word sets, threshold only)
+  and *TF-IDF LR* (logistic regression on ``[|a - b|, a * b]`` of the TF-IDF
+  vectors of character 1-2-grams, C chosen on dev). scikit-learn is imported
+  only here, when the peer runs; oar never depends on it.
+- Checks that the data carries no label in trivial features: the AUC of the
+  length difference of a pair, and of how much of ``text_b`` is new to
+  ``text_a``, restricted to the positives and negatives of the same anchors
+  per type (the latter is lexical evidence, reported for reference).
+"""
+import json
+import os
+import time
+
+import numpy
+
+from framework.config import load_config
+from framework.engine import runner
+from framework.engine.checkpoint import load_checkpoint
+from framework.fetch import oar_home, sha256_of
+from framework.serialization import save
+
+from nlp.data.matching import NEG_TYPES, POSITIVE, MatchingPairs
+from nlp.data.tokenizers import LacWordTokenizer, normalize
+from nlp.metrics_matching import auc, best_threshold, ranking_accuracy
+
+__all__ = ["SIMNET_MODELS", "pair_metrics", "length_artefacts", "word_overlap_peer", "tfidf_peer", "export_weights",
+           "train_and_measure", "split_pairs", "results_table", "reproduce"]
+
+SIMNET_MODELS = tuple(f"simnet_{e}_{h}" for e in ("bow", "cnn", "gru", "lstm") for h in ("pointwise", "pairwise"))
+C_GRID = (1.0, 4.0, 16.0, 64.0)
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def pair_metrics(scores, pairs, threshold):
+    """Accuracy at ``threshold``, AUC, ranking accuracy and accuracy per negative type of ``scores`` (n,)
+    for ``pairs`` (n MatchPair): a dict like the task's metrics."""
+    scores = numpy.asarray(scores, dtype=numpy.float64)
+    labels = numpy.array([p.label for p in pairs])
+    types = numpy.array([p.neg_type or (POSITIVE if p.label else "neg") for p in pairs])
+    queries = {}
+    query_ids = numpy.array([queries.setdefault(p.text_a, len(queries)) for p in pairs])
+    correct = (scores >= threshold) == labels
+    result = {"acc": float(correct.mean()), "auc": auc(scores, labels),
+              "rank_acc": ranking_accuracy(scores, labels, query_ids), "threshold": float(threshold)}
+    result.update({f"acc_{t}": float(correct[types == t].mean()) for t in sorted(set(types.tolist()))})
+    return result
+
+
+def length_artefacts(pairs):
+    """AUCs (label 1 = positive) of trivial pair features, overall and per negative type:
+    ``{"len_diff": ..., "len_diff_<type>": ..., "new_chars": ...}``.
+
+    ``len_diff`` is ``|len(a) - len(b)|``; ``new_chars`` the share of
+    ``text_b``'s characters absent from ``text_a``. Per type, the positives
+    are those of the anchors whose negative has that type. Near 0.5 means no signal.
+    """
+    labels = numpy.array([p.label for p in pairs])
+    diff = numpy.array([abs(len(p.text_a) - len(p.text_b)) for p in pairs], dtype=numpy.float64)
+    new = numpy.array([sum(c not in set(p.text_a) for c in p.text_b) / max(len(p.text_b), 1) for p in pairs])
+    anchor_type = {p.text_a: p.neg_type for p in pairs if p.label == 0}
+    types = numpy.array([anchor_type.get(p.text_a, "") for p in pairs])
+    result = {"len_diff": auc(-diff, labels), "new_chars": auc(-new, labels)}
+    for t in NEG_TYPES:
+        chosen = types == t
+        if chosen.any():
+            result[f"len_diff_{t}"] = auc(-diff[chosen], labels[chosen])
+    return result
+
+
+def _jaccard(a, b):
+    a, b = set(a), set(b)
+    return len(a & b) / len(a | b) if a | b else 1.0
+
+
+def word_overlap_peer(dev, test, cache_folder):
+    """The word-overlap peer: Jaccard of the LAC word sets of the two texts, thresholded at the
+    dev-best value. Returns ``(test scores, threshold)``; the LAC words are cached in ``cache_folder``."""
+    tokenizer = LacWordTokenizer()
+    texts = list(dict.fromkeys(t for p in dev + test for t in (p.text_a, p.text_b)))
+    tokenizer.fit([], cache_folder, other_texts=texts)
+
+    def scores(pairs):
+        return numpy.array([_jaccard(*tokenizer.tokenize_batch([p.text_a, p.text_b])) for p in pairs])
+
+    threshold, _ = best_threshold(scores(dev), [p.label for p in dev])
+    return scores(test), threshold
+
+
+def tfidf_peer(train, dev, test, c_grid=C_GRID):
+    """The TF-IDF pair-feature peer: logistic regression on ``[|a - b|, a * b]`` over character 1-2-gram
+    TF-IDF vectors (fitted on the train texts); C and the threshold chosen on dev (accuracy).
+    Returns ``(test probabilities, threshold, C)``. Needs scikit-learn."""
+    try:
+        from scipy.sparse import hstack
+        from sklearn.feature_extraction.text import TfidfVectorizer
+        from sklearn.linear_model import LogisticRegression
+    except ImportError:
+        raise ImportError("the TF-IDF peer needs scikit-learn (pip install scikit-learn in the environment that "
+                          "runs `oar reproduce simnet`); oar itself does not depend on it") from None
+    vectorizer = TfidfVectorizer(analyzer="char", ngram_range=(1, 2), preprocessor=normalize)
+    vectorizer.fit([t for p in train for t in (p.text_a, p.text_b)])
+
+    def features(pairs):
+        a = vectorizer.transform([p.text_a for p in pairs])
+        b = vectorizer.transform([p.text_b for p in pairs])
+        return hstack([abs(a - b), a.multiply(b)]).tocsr()
+
+    x_train, x_dev, x_test = features(train), features(dev), features(test)
+    y_train, y_dev = [p.label for p in train], [p.label for p in dev]
+    best = None
+    for c in c_grid:
+        model = LogisticRegression(C=c, max_iter=3000).fit(x_train, y_train)
+        threshold, accuracy = best_threshold(model.predict_proba(x_dev)[:, 1], y_dev)
+        if best is None or accuracy > best[0]:
+            best = (accuracy, model, threshold, c)
+    _, model, threshold, c = best
+    return model.predict_proba(x_test)[:, 1], threshold, c
+
+
+def export_weights(checkpoint, path):
+    """Write the model weights of ``checkpoint`` to ``path`` as ``{"model": state}``: float arrays in float16,
+    except the ``threshold`` buffer (float32, so the dev-chosen value is kept exactly). Returns its sha256."""
+    state = load_checkpoint(checkpoint)["model"]
+    half = {k: v.astype(numpy.float16) if v.dtype.kind == "f" and k != "threshold" else v for k, v in state.items()}
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    save({"model": half}, path)
+    return sha256_of(path)
+
+
+def train_and_measure(name, config_dir, output_root, weights_dir, device=None, overrides=(), progress=False):
+    """Train ``<config_dir>/<name>.yaml``, export its best checkpoint to ``<weights_dir>/<name>.npz`` and
+    measure those weights on the test pairs.
+
+    Returns ``{"name", "metrics" (test), "dev" (dev metrics), "wall_seconds", "cpu_seconds", "weights",
+    "sha256", "vocab"}``; the vocabulary is saved as ``<weights_dir>/simnet_<tokenizer>.vocab.txt``.
+    """
+    cfg = load_config(os.path.join(config_dir, f"{name}.yaml"), list(overrides))
+    output_dir = os.path.join(output_root, name)
+    wall, cpu = time.perf_counter(), time.process_time()
+    trainer, _ = runner.train(cfg, output_dir=output_dir, device=device, progress=progress)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    weights = os.path.join(weights_dir, f"{name}.npz")
+    sha = export_weights(os.path.join(output_dir, "best.npz"), weights)
+    vocab = os.path.join(weights_dir, f"simnet_{trainer.task.tokenizer.signature}.vocab.txt")
+    trainer.task.vocab.save(vocab)
+    return {"name": name, "metrics": runner.evaluate_config(cfg, weights, split="test", device=device),
+            "dev": runner.evaluate_config(cfg, weights, split="eval", device=device), "wall_seconds": wall,
+            "cpu_seconds": cpu, "weights": weights, "sha256": sha, "vocab": vocab}
+
+
+def _cell(value):
+    return "-" if value is None or value != value else f"{value:.3f}"
+
+
+def results_table(rows, peers, stats, artefacts, command="oar reproduce simnet", machine=""):
+    """The markdown block of RESULTS.md: one row per model and peer, then the data and artefact checks.
+
+    ``rows``: :func:`train_and_measure` results; ``peers``: name -> metrics of
+    :func:`pair_metrics`; ``stats``: counts of the test pairs by type;
+    ``artefacts``: :func:`length_artefacts` of the test pairs.
+    """
+    columns = ["acc", "auc", "rank_acc"] + [f"acc_{t}" for t in (POSITIVE,) + NEG_TYPES]
+    head = ("| model | test acc | AUC | rank acc | pos | swap | exchange | ending | overlap | threshold | "
+            "train time (wall / CPU) |")
+    lines = [f"Command: `{command}`. {machine}".rstrip(), "",
+             "Test pairs: " + ", ".join(f"{k} {v}" for k, v in stats.items()) + ".", "", head,
+             "|" + "---|" * (head.count("|") - 1)]
+    for row in rows:
+        m = row["metrics"]
+        lines.append(f"| {row['name']} | " + " | ".join(_cell(m.get(c)) for c in columns) +
+                     f" | {_cell(m.get('threshold', row.get('threshold')))} | "
+                     f"{row['wall_seconds'] / 60:.1f} / {row['cpu_seconds'] / 60:.1f} min |")
+    for name, m in peers.items():
+        lines.append(f"| {name} (peer) | " + " | ".join(_cell(m.get(c)) for c in columns) +
+                     f" | {_cell(m['threshold'])} | - |")
+    lines += ["", "Per-type columns are accuracies on that kind of pair (pos: the positives). AUC of trivial "
+              "features on the test pairs (0.5 = no signal): length difference "
+              f"{_cell(artefacts['len_diff'])} (" + ", ".join(
+                  f"{t} {_cell(artefacts.get(f'len_diff_{t}'))}" for t in NEG_TYPES) +
+              f"); share of new characters in text_b {_cell(artefacts['new_chars'])} (lexical evidence)."]
+    return "\n".join(lines)
+
+
+def reproduce(card, options):
+    """``oar reproduce`` entry point: train the models, measure them and the peers, return the outcome.
+
+    ``card``: the zoo card; its ``reproduce.models`` lists the configs to
+    train (default: the card's own name when it is one of
+    :data:`SIMNET_MODELS`, else all eight). ``options``: ``overrides``,
+    ``device``, ``output_root``, ``quiet`` (as ``oar reproduce`` parses them).
+
+    Returns ``{"metrics", "weights", "results_text", "models"}``: metrics and
+    weights of the card's model (or of the best model by test accuracy),
+    the markdown table, and ``models``: name -> ``{"metrics", "weights"}`` for
+    every model trained, to update their cards.
+    """
+    recipe = card.get("reproduce") or {}
+    names = recipe.get("models") or ([card["name"]] if card["name"] in SIMNET_MODELS else list(SIMNET_MODELS))
+    weights_dir = os.path.join(_ROOT, "zoo", "weights")
+    rows = [train_and_measure(name, os.path.join(_ROOT, "configs", "nlp"), options.output_root, weights_dir,
+                              options.device, options.overrides, not options.quiet) for name in names]
+    train, dev, test = split_pairs(load_config(os.path.join(_ROOT, "configs", "nlp", f"{names[0]}.yaml"),
+                                               list(options.overrides)))
+    overlap_scores, overlap_threshold = word_overlap_peer(dev, test, os.path.join(oar_home(), "matching", "peers"))
+    tfidf_scores, tfidf_threshold, c = tfidf_peer(train, dev, test)
+    peers = {"word overlap": pair_metrics(overlap_scores, test, overlap_threshold),
+             f"TF-IDF LR (C={c:g})": pair_metrics(tfidf_scores, test, tfidf_threshold)}
+    stats = {"pairs": len(test)}
+    for p in test:
+        stats[p.neg_type or str(p.label)] = stats.get(p.neg_type or str(p.label), 0) + 1
+    text = results_table(rows, peers, stats, length_artefacts(test), command=f"oar reproduce {card['name']}",
+                         machine=recipe.get("machine", ""))
+    models = {row["name"]: {"metrics": {"split": "test", **{k: round(float(v), 4) for k, v in row["metrics"].items()}},
+                            "weights": {"path": os.path.relpath(row["weights"], _ROOT), "sha256": row["sha256"]},
+                            "vocab": os.path.relpath(row["vocab"], _ROOT)} for row in rows}
+    chosen = card["name"] if card["name"] in models else max(models, key=lambda n: models[n]["metrics"]["acc"])
+    _write_summary(os.path.join(options.output_root, "simnet_summary.json"), rows, peers)
+    return {"metrics": models[chosen]["metrics"], "weights": models[chosen]["weights"], "results_text": text,
+            "models": models}
+
+
+def split_pairs(cfg):
+    """The labelled pairs (train, dev, test) of a matching config: its ``data`` sections read as
+    :class:`~nlp.data.matching.MatchingPairs` with the same split, file, seed and copies (so a pairwise
+    config's training triples come back as the pairs they were made from)."""
+    keys = ("split", "path", "seed", "train_copies")
+    return [MatchingPairs(**{k: v for k, v in cfg["data"][section].items() if k in keys}).pairs
+            for section in ("train", "eval", "test")]
+
+
+def _write_summary(path, rows, peers):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({"models": rows, "peers": peers}, f, indent=1, default=float)

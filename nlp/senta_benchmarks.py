@@ -1,0 +1,123 @@
+"""Senta benchmarks (``oar bench senta``): the time of one training step of BiLSTM and CNN.
+
+One step is forward, cross-entropy, backward and an Adam update on a batch of
+``batch`` full-length sequences of random ids. When PyTorch is importable the
+same networks (embedding, bidirectional LSTM or window-3 convolution, max over
+time, tanh head) run beside ours on the same ids. Timings are medians after a
+warm-up; nothing here is asserted.
+"""
+import statistics
+import time
+
+import numpy
+
+import framework
+import framework.nn.functional as F
+from framework.optimizer import Adam
+
+from nlp.models.senta import SentaBiLSTM, SentaCNN
+
+__all__ = ["bench_train_step", "run_all"]
+
+
+def _median_seconds(fn, repeat, warmup=1):
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _torch():
+    try:
+        import torch
+        return torch
+    except ImportError:
+        return None
+
+
+def _torch_model(torch, kind, vocab_size, emb_dim, hidden, hidden2):
+    """The PyTorch twin of SentaBiLSTM / SentaCNN (max pooling, tanh head): ids (N, L) -> logits (N, 2)."""
+    nn = torch.nn
+
+    class Twin(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embedding = nn.Embedding(vocab_size, emb_dim, padding_idx=0)
+            if kind == "bilstm":
+                self.encoder = nn.LSTM(emb_dim, hidden, batch_first=True, bidirectional=True)
+                features = 2 * hidden
+            else:
+                self.encoder = nn.Conv1d(emb_dim, hidden, 3, padding=1)
+                features = hidden
+            self.fc = nn.Linear(features, hidden2)
+            self.out = nn.Linear(hidden2, 2)
+
+        def forward(self, ids):
+            emb = self.embedding(ids)
+            if kind == "bilstm":
+                h = self.encoder(emb)[0]
+            else:
+                h = torch.tanh(self.encoder(emb.transpose(1, 2))).transpose(1, 2)
+            return self.out(torch.tanh(self.fc(torch.tanh(h.max(dim=1).values))))
+
+    return Twin()
+
+
+def bench_train_step(kind="bilstm", batch=64, length=100, vocab_size=3707, emb_dim=128, hidden=128, hidden2=96,
+                     repeat=5):
+    """Median time (ms) of one training step of ``kind`` ('bilstm' or 'cnn'), ours and PyTorch's.
+
+    Returns ``{"model", "batch", "length", "emb", "hidden", "oar_step_ms", "oar_samples_per_s"}`` and
+    ``"torch_step_ms"``, ``"torch_threads"``, ``"torch_vs_oar"`` (> 1: ours is faster) when torch is importable.
+    """
+    rng = numpy.random.default_rng(0)
+    framework.seed(0)
+    ids_np = rng.integers(1, vocab_size, size=(batch, length)).astype(numpy.int64)
+    labels_np = rng.integers(0, 2, size=batch).astype(numpy.int64)
+    if kind == "bilstm":
+        model = SentaBiLSTM(vocab_size, emb_dim=emb_dim, hidden=hidden, hidden2=hidden2)
+    else:
+        model = SentaCNN(vocab_size, emb_dim=emb_dim, filters=hidden, hidden2=hidden2)
+    optimizer = Adam(learning_rate=1e-3, parameters=model.parameters())
+    ids, labels = framework.to_tensor(ids_np), framework.to_tensor(labels_np)
+    lengths = framework.to_tensor(numpy.full(batch, length, dtype=numpy.int64))
+
+    def step():
+        loss = F.cross_entropy(model(ids, lengths), labels)
+        loss.backward()
+        optimizer.step()
+        optimizer.clear_grad()
+
+    seconds = _median_seconds(step, repeat)
+    row = {"model": kind, "batch": batch, "length": length, "emb": emb_dim, "hidden": hidden,
+           "oar_step_ms": seconds * 1e3, "oar_samples_per_s": batch / seconds}
+    torch = _torch()
+    if torch is not None:
+        torch.manual_seed(0)
+        twin = _torch_model(torch, kind, vocab_size, emb_dim, hidden, hidden2)
+        twin_optimizer = torch.optim.Adam(twin.parameters(), lr=1e-3)
+        t_ids, t_labels = torch.from_numpy(ids_np), torch.from_numpy(labels_np)
+
+        def torch_step():
+            loss = torch.nn.functional.cross_entropy(twin(t_ids), t_labels)
+            loss.backward()
+            twin_optimizer.step()
+            twin_optimizer.zero_grad()
+
+        torch_seconds = _median_seconds(torch_step, repeat)
+        row.update({"torch_step_ms": torch_seconds * 1e3, "torch_threads": torch.get_num_threads(),
+                    "torch_vs_oar": seconds and torch_seconds / seconds})
+    return row
+
+
+def run_all(quick=False):
+    """BiLSTM and CNN train steps (batch 64, length 100, emb 128, hidden 128); ``quick``: tiny shapes, for tests."""
+    if quick:
+        shape = {"batch": 4, "length": 6, "vocab_size": 50, "emb_dim": 8, "hidden": 8, "hidden2": 4, "repeat": 1}
+    else:
+        shape = {}
+    return {"bilstm": bench_train_step("bilstm", **shape), "cnn": bench_train_step("cnn", **shape)}

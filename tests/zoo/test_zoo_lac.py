@@ -1,0 +1,145 @@
+"""The lexical-analysis zoo cards: `lac_pku` runs offline from its shipped files, and `oar reproduce`
+rehearses both cards with --dry_run without touching the repository."""
+import hashlib
+import os
+import subprocess
+import sys
+
+import numpy
+import pytest
+import yaml
+
+import framework
+from zoo.catalog import ROOT, card
+
+CORPUS_LINES = [
+    "今天/t  是/v  个/q  好/a  日子/n  。/w",
+    "江/nr  泽民/nr  在/p  北京/ns  会见/v  外宾/n  。/w",
+    "新华社/nt  记者/n  报道/v  了/u  这/r  件/q  事/n  。/w",
+    "我们/r  要/v  努力/ad  工作/v  ，/w  建设/v  国家/n  。/w",
+]
+
+
+def _sha(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+@pytest.fixture
+def tiny_corpus(tmp_path):
+    """A People's Daily-format file of 40 lines (32 train, 4 dev, 4 test by the split rule) and its vocab size."""
+    path = tmp_path / "corpus.txt"
+    path.write_text("\n".join(CORPUS_LINES[i % len(CORPUS_LINES)] for i in range(40)) + "\n", encoding="utf-8")
+    from nlp.data.peoples_daily import char_vocab
+    return str(path), len(char_vocab(2, str(path)))
+
+
+def test_card_names_its_files_and_their_hashes():
+    entry = card("lac_pku")
+    weights = entry["weights"]
+    assert entry["config"] == "configs/nlp/lac_pku.yaml" and entry["source"] == "oar reproduce lac_pku"
+    assert _sha(os.path.join(ROOT, weights["path"])) == weights["sha256"]
+    assert _sha(os.path.join(ROOT, weights["vocab"])) == weights["vocab_sha256"]
+    assert os.path.getsize(os.path.join(ROOT, weights["path"])) <= 8 * 2 ** 20
+    state = framework.load(os.path.join(ROOT, weights["path"]))
+    assert {v.dtype for v in state.values() if v.dtype.kind == "f"} == {numpy.dtype(numpy.float16)}
+    for key in ("seg_f1", "pos_f1", "entity_f1"):
+        assert 0.0 < entry["metrics"][key] <= 1.0
+    assert entry["metrics"]["split"] == "test"
+
+
+def test_lac_pku_runs_offline_without_the_corpus(tmp_path, monkeypatch):
+    """OAR_HOME points at an empty folder and fetching is forbidden: the shipped files are enough."""
+    import framework.fetch
+    import nlp.data.peoples_daily
+    import zoo
+
+    monkeypatch.setenv("OAR_HOME", str(tmp_path / "empty"))
+
+    def no_fetch(*args, **kwargs):
+        raise AssertionError("lac_pku must not fetch anything")
+    monkeypatch.setattr(framework.fetch, "fetch", no_fetch)
+    monkeypatch.setattr(nlp.data.peoples_daily, "fetch", no_fetch)
+    task = zoo.load("lac_pku")
+    texts = ["今天是个好日子", "", "中国人民银行在北京召开会议。"]
+    results = task.predict(texts)
+    assert ["".join(r["words"]) for r in results] == texts
+    from nlp.data.peoples_daily import PKU_TAGS
+    assert all(set(r["tags"]) <= set(PKU_TAGS) for r in results)
+    assert results[1] == {"words": [], "tags": []}
+    assert results[2]["words"][-1] == "。" and results[2]["tags"][-1] == "w"
+    assert not os.path.exists(tmp_path / "empty")
+
+
+def test_oar_run_lac_pku_prints_word_tag_pairs(tmp_path):
+    env = dict(os.environ, OAR_HOME=str(tmp_path / "empty"), PYTHONPATH=ROOT)
+    result = subprocess.run([sys.executable, "-m", "zoo.cli", "run", "lac_pku", "--input_text", "今天是个好日子"],
+                            capture_output=True, text=True, cwd=str(tmp_path), env=env, timeout=300)
+    assert result.returncode == 0, result.stderr
+    pairs = [token.rsplit("/", 1) for token in result.stdout.split()]
+    assert "".join(word for word, _ in pairs) == "今天是个好日子"
+    assert all(tag for _, tag in pairs)
+
+
+def test_shipped_model_scores_like_its_card_on_test_lines():
+    """The first 200 test-split lines, scored with the card's metrics, land near the card's test figures."""
+    import zoo
+    from nlp.data.peoples_daily import read_sentences
+    from nlp.metrics import score_words
+    gold = read_sentences("test")[:200]
+    predicted = zoo.load("lac_pku").predict(["".join(s.words) for s in gold])
+    scores = score_words([(p["words"], p["tags"]) for p in predicted], [(s.words, s.tags) for s in gold])
+    metrics = card("lac_pku")["metrics"]
+    assert scores["seg_f1"] > metrics["seg_f1"] - 0.02
+    assert scores["pos_f1"] > metrics["pos_f1"] - 0.03
+
+
+def _reproduce(args):
+    from zoo.commands import reproduce_main
+    return reproduce_main(args)
+
+
+def test_reproduce_lac_pku_dry_run_leaves_the_repository_alone(tiny_corpus, tmp_path):
+    corpus, vocab_size = tiny_corpus
+    protected = [os.path.join(ROOT, p) for p in ("zoo/catalog.yaml", "zoo/weights/lac_pku.npz",
+                                                  "zoo/weights/lac_pku.vocab.txt", "docs/RESULTS.md")]
+    before = {p: _sha(p) for p in protected if os.path.exists(p)}
+    out = tmp_path / "out"
+    overrides = [f"data.{split}.corpus_file={corpus}" for split in ("train", "eval", "test")]
+    overrides += [f"model.vocab_size={vocab_size}", "model.ngram_buckets=64", "train.max_steps=3",
+                  "train.batch_size=4", "train.eval_every=3"]
+    (updated,) = _reproduce(["lac_pku", "--dry_run", "--quiet", "--output_root", str(out), "-o", *overrides])
+    assert {p: _sha(p) for p in before} == before
+    dry = out / "dry_run"
+    entry = yaml.safe_load((dry / "zoo" / "catalog.yaml").read_text(encoding="utf-8"))
+    entry = next(e for e in entry if e["name"] == "lac_pku")
+    assert entry == updated and entry["metrics"]["split"] == "test"
+    assert 0.0 <= entry["metrics"]["seg_f1"] <= 1.0 and "entity_f1_nr" in entry["metrics"]
+    weights = dry / entry["weights"]["path"]
+    assert _sha(weights) == entry["weights"]["sha256"]
+    assert framework.load(str(weights))["ngram_embedding.weight"].dtype == numpy.float16
+    from nlp.data.peoples_daily import char_vocab
+    from nlp.data.vocab import Vocab
+    assert Vocab.load(str(dry / entry["weights"]["vocab"])) == char_vocab(2, corpus)
+    results = (dry / "docs" / "RESULTS.md").read_text(encoding="utf-8")
+    block = results[results.index("<!-- reproduce:lac_pku -->"):results.index("<!-- /reproduce:lac_pku -->")]
+    assert "`oar reproduce lac_pku`" in block and "| segmentation |" in block and "CPU time" in block
+
+
+def test_reproduce_rejects_a_vocab_size_that_does_not_fit(tiny_corpus, tmp_path, capsys):
+    corpus, vocab_size = tiny_corpus
+    overrides = [f"data.train.corpus_file={corpus}", f"model.vocab_size={vocab_size + 1}"]
+    with pytest.raises(SystemExit) as exit_info:
+        _reproduce(["lac_pku", "--dry_run", "--quiet", "--output_root", str(tmp_path), "-o", *overrides])
+    assert exit_info.value.code == 2
+    assert f"model.vocab_size={vocab_size}" in capsys.readouterr().err
+
+
+def test_reproduce_lac_dry_run_scores_the_official_model(tmp_path):
+    (updated,) = _reproduce(["lac", "--dry_run", "--quiet", "--output_root", str(tmp_path), "-o", "limit=30"])
+    metrics = updated["metrics"]
+    assert metrics["split"] == "test[:30]"
+    assert 0.6 < metrics["seg_f1"] < 1.0 and 0.4 < metrics["pos_f1"] < metrics["seg_f1"]
+    results = (tmp_path / "dry_run" / "docs" / "RESULTS.md").read_text(encoding="utf-8")
+    assert "PER -> nr, LOC -> ns, ORG -> nt, TIME -> t" in results
+    assert card("lac").get("metrics", {}).get("split") != "test[:30]"        # the repository's card is untouched

@@ -1,0 +1,116 @@
+"""Train-step time of the frame models (``oar bench video_models``), beside PyTorch when it is importable.
+
+One step = forward, cross-entropy loss, backward and a Momentum SGD update on a
+batch of ``batch`` clips of 8 frames (3 x 224 x 224 by default). Reported per
+video, as the best of ``repeat`` steps after a warm-up step:
+
+- ``tsn_r50``, ``tsm_r50`` (ours), and ``shift_overhead`` = TSM / TSN - 1
+  (what the residual temporal shift adds);
+- ``torch_tsn_r50``, ``torch_tsm_r50``: the same networks in PyTorch (the
+  plain-PyTorch ResNet of :mod:`vision.torch_reference`, with TSM's shift as a
+  pre-hook on each block's first convolution, the official shift code), and
+  the ratios ours / PyTorch.
+
+``quick`` runs one 112 x 112 clip per step (for smoke runs). Benchmarks print
+JSON and are never asserted.
+"""
+import numpy
+
+import framework
+import framework.nn.functional as F
+from framework.optimizer import Momentum
+from zoo.bench import best_time
+
+from .models import TSM, TSN
+
+__all__ = ["bench_ours", "bench_torch", "run_all"]
+
+SEGMENTS = 8
+
+
+def _clips(batch, size):
+    rng = numpy.random.default_rng(0)
+    return rng.standard_normal((batch, SEGMENTS, 3, size, size)).astype("float32"), rng.integers(0, 400, batch)
+
+
+def bench_ours(model, batch, size, repeat):
+    """Seconds per video of one training step of ``model`` (ours) on (batch, 8, 3, size, size) clips."""
+    data, labels = _clips(batch, size)
+    x, y = framework.to_tensor(data), framework.to_tensor(labels)
+    optimizer = Momentum(learning_rate=0.001, momentum=0.9, parameters=model.parameters())
+    model.train()
+
+    def step():
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+        optimizer.clear_grad()
+    return best_time(step, repeat=repeat) / batch
+
+
+def _torch_model(shift):
+    import torch
+    from vision.torch_reference import torch_resnet
+
+    net = torch_resnet(num_classes=400)
+
+    def residual_shift(module, inputs):
+        x = inputs[0]
+        nt, c, h, w = x.shape
+        x = x.view(nt // SEGMENTS, SEGMENTS, c, h, w)
+        fold = c // 8
+        out = torch.zeros_like(x)
+        out[:, 1:, :fold] = x[:, :-1, :fold]
+        out[:, :-1, fold:2 * fold] = x[:, 1:, fold:2 * fold]
+        out[:, :, 2 * fold:] = x[:, :, 2 * fold:]
+        return (out.view(nt, c, h, w),)
+
+    if shift:
+        for stage in (net.layer1, net.layer2, net.layer3, net.layer4):
+            for block in stage:
+                block.conv1.register_forward_pre_hook(residual_shift)
+
+    class Clips(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = net
+
+        def forward(self, clips):
+            b, t = clips.shape[:2]
+            return self.net(clips.flatten(0, 1)).view(b, t, -1).mean(1)  # average consensus of the frame scores
+    return Clips()
+
+
+def bench_torch(shift, batch, size, repeat):
+    """Seconds per video of one PyTorch training step of TSN-R50 (``shift`` False) or TSM-R50 (True)."""
+    import torch
+    model = _torch_model(shift).train()
+    data, labels = _clips(batch, size)
+    x, y = torch.from_numpy(data), torch.from_numpy(labels)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.001, momentum=0.9)
+
+    def step():
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    return best_time(step, repeat=repeat) / batch
+
+
+def run_all(quick=False):
+    """The JSON-able dict of timings (seconds per video) and ratios."""
+    batch, size, repeat = (1, 112, 2) if quick else (2, 224, 3)
+    framework.seed(0)
+    result = {"clip": [SEGMENTS, 3, size, size], "batch": batch}
+    result["tsn_r50"] = bench_ours(TSN(num_classes=400, depth=50, num_segments=SEGMENTS), batch, size, repeat)
+    result["tsm_r50"] = bench_ours(TSM(num_classes=400, depth=50, num_segments=SEGMENTS, dropout=0.0), batch, size,
+                                   repeat)
+    result["shift_overhead"] = result["tsm_r50"] / result["tsn_r50"] - 1
+    try:
+        import torch
+        torch.set_num_threads(max(1, torch.get_num_threads()))
+    except ImportError:
+        return result
+    result["torch_tsn_r50"] = bench_torch(False, batch, size, repeat)
+    result["torch_tsm_r50"] = bench_torch(True, batch, size, repeat)
+    result["tsn_ratio_to_torch"] = result["tsn_r50"] / result["torch_tsn_r50"]
+    result["tsm_ratio_to_torch"] = result["tsm_r50"] / result["torch_tsm_r50"]
+    return result

@@ -1,0 +1,83 @@
+"""TSN: Temporal Segment Networks.
+
+Wang, Xiong, Wang, Qiao, Lin, Tang, Van Gool, "Temporal Segment Networks:
+Towards Good Practices for Deep Action Recognition", ECCV 2016; as
+PaddleVideo 2019 (``tsn_res_model.py``) built it: a ResNet runs on one frame
+per segment, the pooled features are averaged over the segments (the
+consensus), then dropout and fc. The consensus ignores frame order.
+
+Input: clips (B, T, 3, H, W), T segments of one frame each. Output: scores (B, num_classes).
+"""
+import framework
+from framework import nn
+from framework.registry import MODELS
+from vision.models import load_pretrained
+from vision.models.resnet import ARCHS, ResNet
+
+from .heads import ClassifierHead, check_clips, frames_of
+
+__all__ = ["TSN", "resnet_backbone", "load_backbone"]
+
+
+def load_backbone(backbone, path):
+    """Load the backbone entries of weights file ``path`` into ``backbone`` (a ResNet without fc).
+
+    The file may be a state dict or an oar checkpoint (``{"model": state}``); its keys are the ResNet's own
+    (``conv1.weight``) or a video model's (``backbone.conv1.weight``); ``fc.*`` / ``head.*`` are skipped.
+    Missing or mismatched entries raise :class:`vision.models.WeightsError` listing them.
+    """
+    state = framework.load(path)
+    state = state.get("model", state) if isinstance(state, dict) else state
+    prefix = "backbone."
+    if any(k.startswith(prefix) for k in state):
+        state = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
+    load_pretrained(backbone, {k: v for k, v in state.items() if not k.startswith("fc.")}, source=path)
+
+
+def resnet_backbone(cls, depth, **kwargs):
+    """A ``cls`` (ResNet or a subclass) of ``depth`` (18/34/50/101) without fc: frames -> pooled features."""
+    if depth not in ARCHS:
+        raise ValueError(f"{cls.__name__}: depth must be one of {sorted(ARCHS)}, got {depth}")
+    block, layers = ARCHS[depth]
+    return cls(block=block, layers=list(layers), num_classes=0, **kwargs)
+
+
+@MODELS.register()
+class TSN(nn.Layer):
+    """ResNet per segment, average consensus over the segments, dropout, fc.
+
+    Args:
+        num_classes: output classes.
+        depth: ResNet depth (18, 34, 50, 101).
+        num_segments: segments per clip in training (any T works at test time).
+        base_channels: width of the ResNet's first stage (64 in the standard nets).
+        dropout: before fc.
+        frozen_stages, norm_eval, zero_init_residual: as :class:`vision.models.ResNet`.
+        pretrained: weights for the backbone (as the 2019 TSN/TSM started from ImageNet): a torchvision-style
+            ResNet state dict file, or an oar checkpoint / state dict of a video model whose backbone has the
+            same names under ``backbone.``; classifier entries are skipped.
+
+    Shape: (B, T, 3, H, W) -> (B, num_classes).
+    """
+
+    def __init__(self, num_classes: int = 400, depth: int = 50, num_segments: int = 3, base_channels: int = 64,
+                 dropout: float = 0.0, frozen_stages: int = -1, norm_eval: bool = False,
+                 zero_init_residual: bool = False, pretrained: str = None):
+        super().__init__()
+        self.num_classes, self.num_segments = int(num_classes), int(num_segments)
+        self.backbone = self.build_backbone(depth, base_channels=base_channels, frozen_stages=frozen_stages,
+                                            norm_eval=norm_eval, zero_init_residual=zero_init_residual)
+        self.head = ClassifierHead(self.backbone.num_features, self.num_classes, dropout)
+        if pretrained:
+            load_backbone(self.backbone, pretrained)
+
+    def build_backbone(self, depth, **kwargs):
+        """The per-frame network (subclasses change it)."""
+        return resnet_backbone(ResNet, depth, **kwargs)
+
+    def forward(self, x):
+        check_clips(self, x, 3)
+        b, t = x.shape[:2]
+        features = self.backbone(frames_of(x))                   # (B*T, F)
+        features = features.reshape((b, t, -1)).mean(axis=1)     # (B, F): average consensus
+        return self.head(features)

@@ -1,0 +1,165 @@
+"""Multi-label video recognition from per-frame features (YouTube-8M style): the task of Attention
+Cluster, Attention LSTM and NeXtVLAD.
+
+Training and evaluation read feature batches: one padded (N, T, D_m) array per
+modality (``SequenceCollator`` adds ``<modality>_lengths``) and a multi-hot
+``label`` (N, C). The loss is sigmoid cross entropy summed over classes and
+averaged over videos, as the 2019 models trained. Predictions are the sigmoid
+probabilities ``prob`` (N, C).
+
+For raw inputs (video file paths) the task extracts the features itself with
+its image ``backbone`` (built with ``num_classes=0``, loaded from
+``backbone_weights``), over ``num_frames`` evenly spread frames through
+:func:`video.data.features.feature_transforms` (``frame_size``) — the same
+pipeline as ``tools/extract_features.py`` — so ``predict([path.mp4])`` returns
+``{"topk": [[class name, probability], ...]}`` for the ``top_k`` best classes
+(all classes when None), best first.
+"""
+import os
+
+import numpy
+
+import framework.nn.functional as F
+from framework.engine import Task
+from framework.engine.metrics import Metric, to_numpy
+from framework.io import SequenceCollator
+from framework.registry import METRICS, MODELS, TASKS
+
+from ..data.datasets import read_class_names
+from ..data.decode import VideoReader
+from ..data.features import FeatureExtractor, feature_transforms
+from ..data.sampling import uniform_indices
+from ..metrics import YouTube8MMetrics
+from .common import topk_result
+
+__all__ = ["FeatureRecognition", "LabelGroupAccuracy", "resolve_path"]
+
+_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def resolve_path(path):
+    """``path`` as given when it exists, else relative to the repository root (shipped weights)."""
+    if path is None or os.path.isabs(path) or os.path.exists(path):
+        return path
+    return os.path.join(_REPO, path)
+
+
+@METRICS.register()
+class LabelGroupAccuracy(Metric):
+    """Accuracy of the argmax inside one group of classes ``[start, end)`` of multi-label scores.
+
+    Each video's true class in the group is its positive label there (videos with none are skipped).
+    ``pairs`` (list of [a, b]) counts a prediction right when it names the other class of the true
+    class's pair (e.g. a clip and its time reverse). Returns ``{name: accuracy}``.
+    """
+
+    counters = ("right", "count")
+
+    def __init__(self, start: int, end: int, name: str = "group_acc", pairs: list = None,
+                 score_key: str = "prob", label_key: str = "label"):
+        self.start, self.end, self.name = int(start), int(end), name
+        self.score_key, self.label_key = score_key, label_key
+        self.partner = numpy.arange(self.end - self.start)
+        for a, b in pairs or []:
+            self.partner[int(a) - self.start], self.partner[int(b) - self.start] = int(b) - self.start, int(a) - self.start
+        self.reset()
+
+    def reset(self):
+        self.right = self.count = 0
+
+    def update(self, outputs, batch):
+        scores = to_numpy(outputs[self.score_key])[:, self.start:self.end]
+        labels = to_numpy(batch[self.label_key])[:, self.start:self.end] > 0.5
+        has = labels.any(axis=1)
+        truth, pred = labels.argmax(axis=1)[has], scores.argmax(axis=1)[has]
+        self.right += int(((pred == truth) | (pred == self.partner[truth])).sum())
+        self.count += int(has.sum())
+
+    def compute(self):
+        return {self.name: self.right / max(self.count, 1)}
+
+
+@TASKS.register()
+class FeatureRecognition(Task):
+    """Multi-label classification of frame-feature sequences (see the module docstring).
+
+    Args:
+        model: a feature model: ``model(features [(N, T, D_m)], lengths (N,)) -> (N, C)`` logits.
+        class_names: class-names file or list (line i = class i); needed for predictions on videos.
+        modalities: the feature keys of a batch, in the model's order (e.g. [rgb, audio]).
+        backbone: config of the image model that makes the first modality's features from frames
+            (e.g. ``{type: resnet18, base_channels: 16}``; ``num_classes`` is set to 0).
+        backbone_weights: its weights file (a path relative to the repository root is accepted).
+        frame_size: crop size of the frames given to the backbone.
+        num_frames: frames per video given to the backbone (evenly spread); None takes all.
+        top_k: classes per prediction (None: all).
+        gap_top_k: the top-k of GAP.
+    """
+
+    def __init__(self, model, class_names=None, modalities: list = ("rgb",), backbone: dict = None,
+                 backbone_weights: str = None, frame_size: int = 224, num_frames: int = None, top_k: int = None,
+                 gap_top_k: int = 20, metrics=None):
+        self.model = model
+        self.modalities = [str(m) for m in modalities]
+        if isinstance(class_names, str):
+            class_names = read_class_names(resolve_path(class_names))
+        self.class_names = list(class_names) if class_names is not None else None
+        self.backbone_cfg, self.backbone_weights = backbone, backbone_weights
+        self.frame_size, self.num_frames, self.top_k, self.gap_top_k = int(frame_size), num_frames, top_k, gap_top_k
+        self.collate_fn = SequenceCollator(self.modalities)
+        self._metrics, self._extractor = metrics, None
+
+    def _forward(self, batch):
+        missing = [m for m in self.modalities if m not in batch]
+        if missing:
+            raise KeyError(f"FeatureRecognition: the batch has no {missing} (keys: {sorted(batch)})")
+        lengths = batch.get(self.modalities[0] + "_lengths")
+        return self.model([batch[m] for m in self.modalities], lengths)
+
+    def loss(self, batch):
+        logits = self._forward(batch)
+        return F.binary_cross_entropy_with_logits(logits, batch["label"], reduction="none").sum(axis=1).mean()
+
+    def predict_batch(self, batch):
+        return {"prob": F.sigmoid(self._forward(batch))}
+
+    def metrics(self):
+        return self._metrics if self._metrics is not None else [YouTube8MMetrics(self.gap_top_k)]
+
+    def extractor(self):
+        """The :class:`~video.data.features.FeatureExtractor` of ``backbone`` (built on first use)."""
+        if self._extractor is None:
+            if self.backbone_cfg is None or len(self.modalities) != 1:
+                raise ValueError("FeatureRecognition: predicting on videos needs `backbone` (and its weights) "
+                                 f"and exactly one modality, got backbone={self.backbone_cfg}, "
+                                 f"modalities={self.modalities}")
+            from vision.models.weights import load_pretrained
+            backbone = MODELS.build({**self.backbone_cfg, "num_classes": 0}, where="task.backbone")
+            if self.backbone_weights:
+                load_pretrained(backbone, resolve_path(self.backbone_weights), skip_head=True)
+            if self.device:
+                backbone.to(self.device)
+            self._extractor = FeatureExtractor(backbone, feature_transforms(self.frame_size))
+        return self._extractor
+
+    def features_of(self, path):
+        """The (T, dim) backbone features of the video file ``path``."""
+        with VideoReader(os.fspath(path)) as reader:
+            count = len(reader)
+            indices = numpy.arange(count) if self.num_frames is None else uniform_indices(count, self.num_frames)[0]
+            frames = reader.get_frames(indices)
+        return self.extractor()(frames)
+
+    def preprocess(self, inputs):
+        """Video paths -> a padded feature batch ``{modality: (N, T, D), modality_lengths: (N,)}``."""
+        if self.class_names is None:
+            raise ValueError("FeatureRecognition: set class_names to predict on videos")
+        return self.collate_fn([{self.modalities[0]: self.features_of(path)} for path in inputs])
+
+    def postprocess(self, outputs):
+        """``{"topk": [[name, prob], ...]}`` per video, best first (``top_k`` classes, all when None)."""
+        probs = to_numpy(outputs["prob"])
+        if probs.shape[1] != len(self.class_names):
+            raise ValueError(f"FeatureRecognition: the model gives {probs.shape[1]} classes but class_names has "
+                             f"{len(self.class_names)}")
+        return [topk_result(row, self.class_names, self.top_k) for row in probs]

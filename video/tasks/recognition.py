@@ -1,0 +1,116 @@
+"""Single-label video recognition with the frame models (TSN, TSM, StNet, Non-local)."""
+import os
+
+import numpy
+
+import framework.nn.functional as F
+from framework.engine import Task
+from framework.engine.metrics import Accuracy
+from framework.registry import TASKS
+from vision.metrics import TopKAccuracy
+
+from ..data.datasets import ClipLoader, read_class_names
+from ..metrics import MeanClassAccuracy
+from .common import topk_result
+
+__all__ = ["VideoRecognition"]
+
+
+@TASKS.register()
+class VideoRecognition(Task):
+    """Classify videos with a model mapping clips (B, T, C, H, W) to scores (B, K); softmax cross entropy.
+
+    Batches: ``{"imgs": (B, N, T, C, H, W) float32, "label": (B,) int64}`` with
+    N views per video (temporal clips x crops, from the data pipeline). The
+    views are flattened into the batch, (B * N, T, C, H, W); training averages
+    the N views' scores before the loss (N is 1 in training), prediction
+    averages their softmax probabilities (multi-view testing).
+
+    Raw inputs (``predict``): video file paths, decoded and sampled by
+    ``sampler`` / ``transforms`` (the test pipeline, as in a dataset config).
+    Each result: ``{"topk": [[class name, probability], …]}``, best first,
+    ``top_k`` classes (all when None).
+
+    Args:
+        model: the video model.
+        metrics: metric objects (default: "acc", "top5" and "mean_class_acc").
+        class_names: a list of K names, or the path of a class-names file (read when first needed).
+        top_k: classes listed per prediction (None: all).
+        sampler, transforms: the pipeline for raw video paths.
+        label_smoothing: of the training loss.
+    """
+
+    def __init__(self, model, metrics=None, class_names=None, top_k: int = None, sampler: dict = None,
+                 transforms: list = None, label_smoothing: float = 0.0):
+        self.model = model
+        self._metrics = metrics
+        self._class_names = class_names if isinstance(class_names, str) or class_names is None else \
+            [str(c) for c in class_names]
+        if not isinstance(self._class_names, str):
+            self._check_names(self._class_names)
+        if top_k is not None and top_k < 1:
+            raise ValueError(f"VideoRecognition: top_k must be at least 1 or None, got {top_k}")
+        self.top_k, self.label_smoothing = top_k, float(label_smoothing)
+        self.loader = ClipLoader(sampler, transforms) if sampler is not None else None
+
+    def _check_names(self, names):
+        num_classes = getattr(self.model, "num_classes", None)
+        if names is not None and num_classes and len(names) != num_classes:
+            raise ValueError(f"VideoRecognition: {len(names)} class_names for a model with {num_classes} classes")
+
+    @property
+    def class_names(self):
+        """The K class names (a class-names file is read on first use), or None."""
+        if isinstance(self._class_names, str):
+            names = read_class_names(self._class_names)
+            self._check_names(names)
+            self._class_names = names
+        return self._class_names
+
+    def scores(self, imgs):
+        """Views (B, N, T, C, H, W) -> scores (B, N, K), one row per view."""
+        if imgs.ndim != 6:
+            raise ValueError(f"VideoRecognition: expected imgs (B, views, T, C, H, W), got {imgs.shape}")
+        b, n = imgs.shape[:2]
+        scores = self.model(imgs.reshape((b * n,) + tuple(imgs.shape[2:])))  # (B*N, K) from (B*N, T, C, H, W)
+        return scores.reshape((b, n, -1))                                    # (B, N, K)
+
+    def loss(self, batch):
+        return F.cross_entropy(self.scores(batch["imgs"]).mean(axis=1), batch["label"],
+                               label_smoothing=self.label_smoothing)
+
+    def predict_batch(self, batch):
+        probs = F.softmax(self.scores(batch["imgs"]), axis=-1).mean(axis=1)  # (B, K): views averaged
+        return {"pred": probs.argmax(axis=-1), "prob": probs}
+
+    def metrics(self):
+        if self._metrics is not None:
+            return self._metrics
+        return [Accuracy(), TopKAccuracy(topk=(5,)), MeanClassAccuracy()]
+
+    def preprocess(self, inputs):
+        """Video paths -> ``{"imgs": (B, N, T, C, H, W) float32}`` through the task's test pipeline."""
+        if self.loader is None:
+            raise ValueError("VideoRecognition: predicting on video files needs the task's sampler and transforms")
+        clips = []
+        for i, path in enumerate(inputs):
+            if not isinstance(path, (str, os.PathLike)):
+                raise ValueError(f"VideoRecognition: input {i} must be a video path, got {type(path).__name__}")
+            if not os.path.exists(path):
+                raise FileNotFoundError(f"VideoRecognition: input {i}: video not found: {path}")
+            clips.append(self.loader(os.fspath(path), rng=numpy.random.default_rng(0))["imgs"])
+        return {"imgs": numpy.stack(clips)}
+
+    def postprocess(self, outputs):
+        """``{"prob": (B, K)}`` -> one ``{"topk": [[name, prob], …]}`` per video."""
+        return [topk_result(row, self.class_names, self.top_k) for row in outputs["prob"].numpy()]
+
+    def predict(self, inputs, top_k=None):
+        """A batch -> outputs; a list of video paths -> results, with ``top_k`` classes each (default: the task's)."""
+        if top_k is None or isinstance(inputs, dict):
+            return super().predict(inputs)
+        saved, self.top_k = self.top_k, int(top_k)
+        try:
+            return super().predict(inputs)
+        finally:
+            self.top_k = saved
