@@ -33,7 +33,7 @@ from nlp.data.tokenizers import LacWordTokenizer, normalize
 from nlp.metrics_matching import auc, best_threshold, ranking_accuracy
 
 __all__ = ["SIMNET_MODELS", "pair_metrics", "length_artefacts", "word_overlap_peer", "tfidf_peer", "export_weights",
-           "train_and_measure", "split_pairs", "results_table", "reproduce"]
+           "train_and_measure", "split_pairs", "results_table", "reproduce", "summarize"]
 
 SIMNET_MODELS = tuple(f"simnet_{e}_{h}" for e in ("bow", "cnn", "gru", "lstm") for h in ("pointwise", "pairwise"))
 C_GRID = (1.0, 4.0, 16.0, 64.0)
@@ -197,19 +197,25 @@ def reproduce(card, options):
     train (default: the card's own name when it is one of
     :data:`SIMNET_MODELS`, else all eight). ``options``: ``overrides``,
     ``device``, ``output_root``, ``quiet`` (as ``oar reproduce`` parses them).
-
-    Returns ``{"metrics", "weights", "results_text", "models"}``: metrics and
-    weights of the card's model (or of the best model by test accuracy),
-    the markdown table, and ``models``: name -> ``{"metrics", "weights"}`` for
-    every model trained, to update their cards.
+    Returns :func:`summarize`'s outcome.
     """
     recipe = card.get("reproduce") or {}
     names = recipe.get("models") or ([card["name"]] if card["name"] in SIMNET_MODELS else list(SIMNET_MODELS))
-    weights_dir = os.path.join(_ROOT, "zoo", "weights")
-    rows = [train_and_measure(name, os.path.join(_ROOT, "configs", "nlp"), options.output_root, weights_dir,
-                              options.device, options.overrides, not options.quiet) for name in names]
-    train, dev, test = split_pairs(load_config(os.path.join(_ROOT, "configs", "nlp", f"{names[0]}.yaml"),
-                                               list(options.overrides)))
+    rows = [train_and_measure(name, os.path.join(_ROOT, "configs", "nlp"), options.output_root,
+                              os.path.join(_ROOT, "zoo", "weights"), options.device, options.overrides,
+                              not options.quiet) for name in names]
+    return summarize(card, rows, options)
+
+
+def summarize(card, rows, options):
+    """Measure the peers on the data of the first model's config and make the outcome of :func:`reproduce`:
+    ``{"metrics", "weights", "results_text", "models"}``: metrics and weights of the card's model (or of
+    the best model by test accuracy), the markdown table, and ``models``: name -> ``{"metrics",
+    "weights", "vocab"}`` for every model in ``rows`` (:func:`train_and_measure` results), to update
+    their cards. Also writes ``<output_root>/simnet_summary.json``."""
+    recipe = card.get("reproduce") or {}
+    cfg = load_config(os.path.join(_ROOT, "configs", "nlp", f"{rows[0]['name']}.yaml"), list(options.overrides))
+    train, dev, test = split_pairs(cfg)
     overlap_scores, overlap_threshold = word_overlap_peer(dev, test, os.path.join(oar_home(), "matching", "peers"))
     tfidf_scores, tfidf_threshold, c = tfidf_peer(train, dev, test)
     peers = {"word overlap": pair_metrics(overlap_scores, test, overlap_threshold),

@@ -79,6 +79,7 @@ def make_fixture(out=DEFAULT_OUT, seed=0):
 
 
 def main(argv=None):
+    """``python tools/make_vision_fixture.py [--out PATH]``: write the fixture and print its size."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=DEFAULT_OUT)
     args = parser.parse_args(argv)

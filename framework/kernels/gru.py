@@ -122,7 +122,7 @@ def _segments(active, n, arrays):
     """
     segments, start = [], 0
     for m, steps in itertools.groupby(active):
-        end = start + sum(1 for _ in steps)
+        end = start + len(list(steps))
         if m:
             segments.append((m, [a[start:end] if m == n else a[start:end, :, :m] for a in arrays]))
         start = end

@@ -79,7 +79,8 @@ from .text import CLOSING_MARKS, TextFormatError, full_to_half, read_utf8_lines
 __all__ = ["BUILDER_VERSION", "NEG_TYPES", "POSITIVE", "ENTITY_KINDS", "Token", "MatchPair", "Triple",
            "corpus_sentences", "tag_lexicon", "Rewriter", "default_rewriter", "entity_shape", "EntityPools",
            "swap_entity", "exchange_entities", "splice_ending", "OverlapIndex", "NegativeMaker", "build_split",
-           "build_pairs", "builder_folder", "builder_file", "read_pair_file", "read_triple_file", "write_pair_file", "write_triple_file", "triples_from_pairs",
+           "build_pairs", "builder_folder", "builder_file", "read_pair_file", "read_triple_file", "write_pair_file",
+           "write_triple_file", "triples_from_pairs",
            "MatchingPairs", "MatchingTriples"]
 
 BUILDER_VERSION = 1                                   # bump when the builder's output changes

@@ -116,7 +116,8 @@ def reproduce_lac(entry, options):
             f"z and others. The scores therefore measure agreement with the PKU annotation, not LAC's accuracy "
             f"on its own standard.\n\n"
             f"{metrics_table(metrics)}\n\n{_run_facts(wall, cpu, load_before, options)}")
-    return {"metrics": _rounded(split, metrics), "results_text": text}
+    tags = "/".join(OFFICIAL_TAG_MAP) + " as " + "/".join(OFFICIAL_TAG_MAP.values())
+    return {"metrics": _rounded(f"{split}, {tags}", metrics), "results_text": text}
 
 
 def _limit(overrides):

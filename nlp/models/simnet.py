@@ -166,7 +166,7 @@ class SimNetCNN(_SimNet):
 
     def encode_embedded(self, emb, mask, lengths):
         channels_first = emb.transpose([0, 2, 1])                             # (N, E, L)
-        pooled = [_masked_max(F.relu(conv(channels_first)).transpose([0, 2, 1]), mask)   # (N, L, filters) -> (N, filters)
+        pooled = [_masked_max(F.relu(conv(channels_first)).transpose([0, 2, 1]), mask)   # (N, L, F) -> (N, F)
                   for conv in self.convs]
         return pooled[0] if len(pooled) == 1 else framework.concat(pooled, axis=-1)
 

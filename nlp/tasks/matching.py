@@ -195,7 +195,8 @@ class TextMatching(Task):
             positive, negative = model.match(query, pos), model.match(query, neg)
             return F.relu(negative - positive + self.margin).mean()
         if "a_ids" not in batch:
-            raise ValueError("TextMatching: a pointwise model trains on labelled pairs; use MatchingPairs for data.train")
+            raise ValueError("TextMatching: a pointwise model trains on labelled pairs; "
+                             "use MatchingPairs for data.train")
         return F.cross_entropy(model(batch["a_ids"], batch["a_lengths"], batch["b_ids"], batch["b_lengths"]),
                                batch["label"])
 

@@ -15,8 +15,8 @@ from framework.io import DataLoader
 from framework.registry import DATASETS, MODELS, TASKS
 from nlp.data.matching import MatchingPairs
 from nlp.data.vocab import Vocab
-from nlp.metrics_matching import (MatchAccuracy, MatchAUC, NegTypeAccuracy, RankingAccuracy, ThresholdSearch, auc,
-                                  average_ranks, best_threshold, ranking_accuracy)
+from nlp.metrics_matching import (MatchAccuracy, MatchAUC, NegTypeAccuracy, ThresholdSearch, auc, average_ranks,
+                                  best_threshold, ranking_accuracy)
 from nlp.matching_reproduce import export_weights, pair_metrics
 from nlp.models.simnet import SimNetCNN
 from nlp.tasks.matching import TextMatching
@@ -98,7 +98,7 @@ def test_auc_and_ranking_accuracy_on_hand_made_cases():
     numpy.testing.assert_array_equal(average_ranks([3.0, 1.0, 3.0, 2.0]), [3.5, 1.0, 3.5, 2.0])
     assert auc([0.9, 0.4, 0.4, 0.1], [1, 1, 0, 0]) == pytest.approx(0.875)   # one tie: 3.5 of 4
     assert numpy.isnan(auc([0.1, 0.2], [1, 1]))
-    # query 0: positive 0.8 vs negatives 0.9, 0.1 -> 1 of 2; query 1: positive 0.5 vs 0.5 -> 1/2; query 2 has no negative
+    # query 0: positive 0.8 vs negatives 0.9, 0.1 -> 1 of 2; query 1: 0.5 vs 0.5 -> 1/2; query 2: no negative
     scores, labels, queries = [0.8, 0.9, 0.1, 0.5, 0.5, 0.3], [1, 0, 0, 1, 0, 1], [0, 0, 0, 1, 1, 2]
     assert ranking_accuracy(scores, labels, queries) == pytest.approx(1.5 / 3)
 
@@ -177,7 +177,8 @@ def _user_config(tmp_path, head):
             ("你去北京", "你去了北京", 1), ("你去北京", "他去上海", 0)]
     data = tmp_path / "pairs.tsv"
     data.write_text("".join(f"{a}\t{b}\t{y}\n" for a, b, y in rows * 4), encoding="utf-8")
-    train = f"{{type: MatchingTriples, path: {data}}}" if head == "pairwise" else f"{{type: MatchingPairs, path: {data}}}"
+    kind = "MatchingTriples" if head == "pairwise" else "MatchingPairs"
+    train = f"{{type: {kind}, path: {data}}}"
     config = tmp_path / f"{head}.yaml"
     config.write_text(f"""
 task: {{type: TextMatching, corpus: {data}, min_freq: 1}}

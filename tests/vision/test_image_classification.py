@@ -35,12 +35,14 @@ def test_raw_inputs_give_top_k_labels(tmp_path):
     path = str(tmp_path / "x.png")
     cv2.imwrite(path, numpy.full((50, 40, 3), 128, numpy.uint8))
     task = _task(topk=2)
-    results = task.predict_raw([path, numpy.zeros((20, 30, 3), numpy.uint8)])
-    assert len(results) == 2
+    with open(path, "rb") as f:
+        encoded = f.read()
+    results = task.predict_raw([path, numpy.zeros((20, 30, 3), numpy.uint8), encoded])
+    assert len(results) == 3 and results[2] == results[0]
     for result in results:
         (best, p1), (second, p2) = result["topk"]
         assert result["label"] == best and result["score"] == p1 and p1 >= p2 and best in "abc"
-    with pytest.raises(ValueError, match=r"input 0 must be an image path or a uint8 RGB array \(H, W, 3\)"):
+    with pytest.raises(ValueError, match=r"input 0 must be .* a uint8 RGB array \(H, W, 3\), got float32"):
         task.predict_raw([numpy.zeros((20, 30), numpy.float32)])
 
 

@@ -1,9 +1,7 @@
-"""The lexical-analysis zoo cards: `lac_pku` runs offline from its shipped files, and `oar reproduce`
-rehearses both cards with --dry_run without touching the repository."""
+"""The lexical-analysis zoo cards: `oar reproduce` rehearses both cards with --dry_run without touching
+the repository."""
 import hashlib
 import os
-import subprocess
-import sys
 
 import numpy
 import pytest
@@ -34,66 +32,6 @@ def tiny_corpus(tmp_path):
     return str(path), len(char_vocab(2, str(path)))
 
 
-def test_card_names_its_files_and_their_hashes():
-    entry = card("lac_pku")
-    weights = entry["weights"]
-    assert entry["config"] == "configs/nlp/lac_pku.yaml" and entry["source"] == "oar reproduce lac_pku"
-    assert _sha(os.path.join(ROOT, weights["path"])) == weights["sha256"]
-    assert _sha(os.path.join(ROOT, weights["vocab"])) == weights["vocab_sha256"]
-    assert os.path.getsize(os.path.join(ROOT, weights["path"])) <= 8 * 2 ** 20
-    state = framework.load(os.path.join(ROOT, weights["path"]))
-    assert {v.dtype for v in state.values() if v.dtype.kind == "f"} == {numpy.dtype(numpy.float16)}
-    for key in ("seg_f1", "pos_f1", "entity_f1"):
-        assert 0.0 < entry["metrics"][key] <= 1.0
-    assert entry["metrics"]["split"] == "test"
-
-
-def test_lac_pku_runs_offline_without_the_corpus(tmp_path, monkeypatch):
-    """OAR_HOME points at an empty folder and fetching is forbidden: the shipped files are enough."""
-    import framework.fetch
-    import nlp.data.peoples_daily
-    import zoo
-
-    monkeypatch.setenv("OAR_HOME", str(tmp_path / "empty"))
-
-    def no_fetch(*args, **kwargs):
-        raise AssertionError("lac_pku must not fetch anything")
-    monkeypatch.setattr(framework.fetch, "fetch", no_fetch)
-    monkeypatch.setattr(nlp.data.peoples_daily, "fetch", no_fetch)
-    task = zoo.load("lac_pku")
-    texts = ["今天是个好日子", "", "中国人民银行在北京召开会议。"]
-    results = task.predict(texts)
-    assert ["".join(r["words"]) for r in results] == texts
-    from nlp.data.peoples_daily import PKU_TAGS
-    assert all(set(r["tags"]) <= set(PKU_TAGS) for r in results)
-    assert results[1] == {"words": [], "tags": []}
-    assert results[2]["words"][-1] == "。" and results[2]["tags"][-1] == "w"
-    assert not os.path.exists(tmp_path / "empty")
-
-
-def test_oar_run_lac_pku_prints_word_tag_pairs(tmp_path):
-    env = dict(os.environ, OAR_HOME=str(tmp_path / "empty"), PYTHONPATH=ROOT)
-    result = subprocess.run([sys.executable, "-m", "zoo.cli", "run", "lac_pku", "--input_text", "今天是个好日子"],
-                            capture_output=True, text=True, cwd=str(tmp_path), env=env, timeout=300)
-    assert result.returncode == 0, result.stderr
-    pairs = [token.rsplit("/", 1) for token in result.stdout.split()]
-    assert "".join(word for word, _ in pairs) == "今天是个好日子"
-    assert all(tag for _, tag in pairs)
-
-
-def test_shipped_model_scores_like_its_card_on_test_lines():
-    """The first 200 test-split lines, scored with the card's metrics, land near the card's test figures."""
-    import zoo
-    from nlp.data.peoples_daily import read_sentences
-    from nlp.metrics import score_words
-    gold = read_sentences("test")[:200]
-    predicted = zoo.load("lac_pku").predict(["".join(s.words) for s in gold])
-    scores = score_words([(p["words"], p["tags"]) for p in predicted], [(s.words, s.tags) for s in gold])
-    metrics = card("lac_pku")["metrics"]
-    assert scores["seg_f1"] > metrics["seg_f1"] - 0.02
-    assert scores["pos_f1"] > metrics["pos_f1"] - 0.03
-
-
 def _reproduce(args):
     from zoo.commands import reproduce_main
     return reproduce_main(args)
@@ -117,7 +55,7 @@ def test_reproduce_lac_pku_dry_run_leaves_the_repository_alone(tiny_corpus, tmp_
     assert 0.0 <= entry["metrics"]["seg_f1"] <= 1.0 and "entity_f1_nr" in entry["metrics"]
     weights = dry / entry["weights"]["path"]
     assert _sha(weights) == entry["weights"]["sha256"]
-    assert framework.load(str(weights))["ngram_embedding.weight"].dtype == numpy.float16
+    assert framework.load(str(weights))["model"]["ngram_embedding.weight"].dtype == numpy.float16
     from nlp.data.peoples_daily import char_vocab
     from nlp.data.vocab import Vocab
     assert Vocab.load(str(dry / entry["weights"]["vocab"])) == char_vocab(2, corpus)
@@ -138,8 +76,8 @@ def test_reproduce_rejects_a_vocab_size_that_does_not_fit(tiny_corpus, tmp_path,
 def test_reproduce_lac_dry_run_scores_the_official_model(tmp_path):
     (updated,) = _reproduce(["lac", "--dry_run", "--quiet", "--output_root", str(tmp_path), "-o", "limit=30"])
     metrics = updated["metrics"]
-    assert metrics["split"] == "test[:30]"
+    assert metrics["split"] == "test[:30], PER/LOC/ORG/TIME as nr/ns/nt/t"
     assert 0.6 < metrics["seg_f1"] < 1.0 and 0.4 < metrics["pos_f1"] < metrics["seg_f1"]
     results = (tmp_path / "dry_run" / "docs" / "RESULTS.md").read_text(encoding="utf-8")
     assert "PER -> nr, LOC -> ns, ORG -> nt, TIME -> t" in results
-    assert card("lac").get("metrics", {}).get("split") != "test[:30]"        # the repository's card is untouched
+    assert not card("lac")["metrics"]["split"].startswith("test[:30]")      # the repository's card is untouched

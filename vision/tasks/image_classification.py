@@ -8,7 +8,7 @@ from framework.engine import Task
 from framework.engine.metrics import Accuracy
 from framework.registry import TASKS
 
-from ..data.folder import read_image
+from ..data.folder import decode_image, read_image
 from ..data.transforms import Compose, eval_transforms
 from ..metrics import TopKAccuracy
 
@@ -21,7 +21,8 @@ class ImageClassification(Task):
 
     Batches: ``{"img": (N, 3, H, W) float32, "label": (N,) int64}`` (what
     ``ImageFolder`` with ``Normalize`` and ``ToCHW`` yields). Raw inputs for
-    ``predict_raw``: image paths or uint8 RGB arrays (H, W, 3), resized (short
+    ``predict_raw``: image paths, encoded image bytes or uint8 RGB arrays
+    (H, W, 3), resized (short
     side ``resize``), centre-cropped to ``image_size`` and normalised.
     Each prediction: ``{"label": best, "score": its probability,
     "topk": [[label, probability], …]}`` with labels from ``class_names``
@@ -63,14 +64,16 @@ class ImageClassification(Task):
     def _image(self, item, position):
         if isinstance(item, (str, os.PathLike)):
             return read_image(item)
+        if isinstance(item, bytes):
+            return decode_image(item, f"input {position}")
         array = numpy.asarray(item)
         if array.ndim != 3 or array.shape[-1] != 3 or array.dtype != numpy.uint8:
-            raise ValueError(f"ImageClassification: input {position} must be an image path or a uint8 RGB "
-                             f"array (H, W, 3), got {array.dtype} of shape {array.shape}")
+            raise ValueError(f"ImageClassification: input {position} must be an image path, encoded image bytes "
+                             f"or a uint8 RGB array (H, W, 3), got {array.dtype} of shape {array.shape}")
         return array
 
     def preprocess(self, inputs):
-        """Paths or (H, W, 3) uint8 RGB arrays -> ``{"img": (N, 3, image_size, image_size) float32}``."""
+        """Paths, encoded bytes or (H, W, 3) uint8 RGB arrays -> ``{"img": (N, 3, S, S) float32}``, S = image_size."""
         images = [self.transforms({"img": self._image(item, i)})["img"] for i, item in enumerate(inputs)]
         return {"img": numpy.stack(images)}
 
