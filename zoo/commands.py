@@ -68,6 +68,14 @@ def _checkpoint(args, output_dir):
     return path
 
 
+def _read_inputs(path):
+    """The non-empty lines of the UTF-8 file ``path`` (one input each), without their newlines."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"input file not found: {path}")
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f if line.strip()]
+
+
 def user_errors(main):
     """Run ``main(argv)``; a user error becomes one line on stderr and exit status 2.
 
@@ -155,13 +163,7 @@ def infer_main(argv=None):
     parser.add_argument("--output", help="write JSON lines here instead of stdout")
     args = parser.parse_args(argv)
     cfg, output_dir = _setup(args)
-    if args.input_file:
-        if not os.path.isfile(args.input_file):
-            raise FileNotFoundError(f"input file not found: {args.input_file}")
-        with open(args.input_file, encoding="utf-8") as f:
-            inputs = [line.rstrip("\n") for line in f if line.strip()]
-    else:
-        inputs = args.input
+    inputs = _read_inputs(args.input_file) if args.input_file else args.input
     results = runner.infer(cfg, _checkpoint(args, output_dir), inputs, device=args.device)
     lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in results)
     if args.output:
@@ -225,13 +227,7 @@ def run_main(argv=None):
     parser.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
     args = parser.parse_args(argv)
     from .api import load
-    if args.input_file:
-        if not os.path.isfile(args.input_file):
-            raise FileNotFoundError(f"input file not found: {args.input_file}")
-        with open(args.input_file, encoding="utf-8") as f:
-            inputs = [line.rstrip("\n") for line in f if line.strip()]
-    else:
-        inputs = args.input_text or args.input_path
+    inputs = _read_inputs(args.input_file) if args.input_file else (args.input_text or args.input_path)
     task = load(args.name, device=args.device)
     results = task.predict(inputs)
     for result in results:

@@ -1,0 +1,34 @@
+"""`oar list`, `oar show`, `oar run` on the official LAC card, and their errors."""
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def _oar(*args):
+    return subprocess.run([sys.executable, "-m", "zoo.cli", *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=300)
+
+
+def test_list_and_show_name_the_cards():
+    listed = _oar("list")
+    assert listed.returncode == 0 and any(line.startswith("lac ") for line in listed.stdout.splitlines())
+    shown = _oar("show", "lac")
+    assert shown.returncode == 0 and "loader: nlp.lac.official:load_official_task" in shown.stdout
+
+
+def test_run_lac_prints_word_tag_pairs_and_json():
+    result = _oar("run", "lac", "--input_text", "百度是一家高科技公司")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "百度/ORG 是/v 一家/m 高科技/n 公司/n"
+    as_json = json.loads(_oar("run", "lac", "--input_text", "今天是个好日子", "--json").stdout)
+    assert as_json == {"words": ["今天", "是", "个", "好日子"], "tags": ["TIME", "v", "q", "n"]}
+
+
+def test_unknown_model_and_missing_file_give_one_line():
+    unknown = _oar("run", "lacc", "--input_text", "x")
+    assert unknown.returncode == 2 and "did you mean lac" in unknown.stderr
+    missing = _oar("run", "lac", "--input_file", "no_such_file.txt")
+    assert missing.returncode == 2 and missing.stderr.strip() == "error: input file not found: no_such_file.txt"
