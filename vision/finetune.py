@@ -7,7 +7,7 @@ In the spirit of PaddleHub's Finetune API::
                              epochs=5, freeze_epochs=1)
     result["task"].predict_raw(["photo.jpg"])   # [{"label": ..., "score": ..., "topk": [...]}]
 
-From the shell: ``python -m vision.finetune --backbone resnet18 --data_dir my_images
+From the shell: ``python tools/finetune.py --backbone resnet18 --data_dir my_images
 --epochs 5`` (``--help`` lists the options; prints a JSON summary).
 
 ``finetune`` writes the equivalent oar config (``finetune_config(...)``) and
@@ -136,7 +136,7 @@ def finetune(backbone="resnet18", weights=None, data_dir=".", epochs=5, freeze_e
 
 
 def main(argv=None):
-    """``python -m vision.finetune --data_dir DIR [--backbone NAME] [--weights FILE] [--epochs N] …``."""
+    """``tools/finetune.py --data_dir DIR [--backbone NAME] [--weights FILE] [--epochs N] …``."""
     parser = argparse.ArgumentParser(description="Finetune a vision backbone with a new head on an image folder.")
     parser.add_argument("--data_dir", required=True)
     parser.add_argument("--backbone", default="resnet18")
@@ -160,7 +160,3 @@ def main(argv=None):
                       output_dir=args.output_dir, num_workers=args.num_workers, seed=args.seed, device=args.device)
     history = [{k: r[k] for k in ("epoch", "train_loss", "acc") if k in r} for r in result["history"]]
     print(json.dumps({"class_names": result["class_names"], "best_acc": result["best"], "history": history}))
-
-
-if __name__ == "__main__":
-    main()

@@ -34,7 +34,10 @@ def _register_everything():
     import nlp.tasks.lexical_analysis  # noqa: F401
     import video.data  # noqa: F401
     import video.metrics  # noqa: F401
+    import vision.data  # noqa: F401
+    import vision.metrics  # noqa: F401
     import vision.models  # noqa: F401
+    import vision.tasks  # noqa: F401
     import video.models  # noqa: F401
     import video.tasks  # noqa: F401
     import video.feature_backbone  # noqa: F401

@@ -7,7 +7,7 @@ colours, of random size (circumradius 30-45 % of the image) and position;
 squares and triangles stand upright, tilted by up to 0.25 rad. Files
 alternate between PNG and JPEG; a few are written as
 grayscale or RGBA PNGs, so the decoding conversions are exercised too. It
-serves the finetuning example and tests: ``python -m vision.data.shapes DIR``.
+serves the finetuning example and tests: ``python tools/make_shapes.py DIR``.
 """
 import argparse
 import math
@@ -86,7 +86,7 @@ def make_shapes(root, per_class=40, val_per_class=10, size=64, seed=0):
 
 
 def main(argv=None):
-    """``python -m vision.data.shapes DIR [--per_class N] [--val_per_class N] [--size PX] [--seed S]``."""
+    """``tools/make_shapes.py DIR [--per_class N] [--val_per_class N] [--size PX] [--seed S]``."""
     parser = argparse.ArgumentParser(description="Write the shapes image folder (train/ and val/).")
     parser.add_argument("root")
     parser.add_argument("--per_class", type=int, default=40)
@@ -96,7 +96,3 @@ def main(argv=None):
     args = parser.parse_args(argv)
     folders = make_shapes(args.root, args.per_class, args.val_per_class, args.size, args.seed)
     print(" ".join(f"{k}={v}" for k, v in folders.items()))
-
-
-if __name__ == "__main__":
-    main()
