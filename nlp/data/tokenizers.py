@@ -22,7 +22,7 @@ import tempfile
 from framework.fetch import sha256_of
 from framework.registry import Registry
 
-from .text import full_to_half
+from .text import TextFormatError, full_to_half
 
 __all__ = ["TOKENIZERS", "build_tokenizer", "normalize", "Tokenizer", "CharTokenizer", "LacWordTokenizer",
            "SentencePieceTokenizer"]
@@ -125,9 +125,14 @@ class LacWordTokenizer(Tokenizer):
         path = os.path.join(folder, self.CACHE_FILE)
         if os.path.isfile(path):
             with open(path, encoding="utf-8") as f:
-                for line in f:
-                    entry = json.loads(line)
-                    self._words.setdefault(entry["text"], entry["words"])
+                for number, line in enumerate(f, start=1):
+                    try:
+                        entry = json.loads(line)
+                        self._words.setdefault(entry["text"], entry["words"])
+                    except (ValueError, KeyError, TypeError):
+                        raise TextFormatError(f"{path}:{number}: not a cached LAC entry "
+                                              f"{{\"text\": ..., \"words\": [...]}}; delete the file to "
+                                              f"tag the corpus again") from None
         texts = list(dict.fromkeys(list(train_texts) + list(other_texts)))
         if any(t not in self._words for t in texts):
             self.tokenize_batch(texts)
@@ -146,6 +151,8 @@ class SentencePieceTokenizer(Tokenizer):
         vocab_size: pieces of the trained model (at most; fewer when the texts are too few).
         model_type: 'unigram' or 'bpe'.
         character_coverage: share of characters the model must cover (the rest become unknown pieces).
+
+    ``model_path`` is the model file in use (``model``, or the one :meth:`fit` trained).
     """
 
     def __init__(self, model: str = None, vocab_size: int = 8000, model_type: str = "unigram",

@@ -18,7 +18,7 @@ import framework.nn.functional as F
 from framework import nn
 from framework.registry import MODELS
 
-__all__ = ["SentaBOW", "SentaCNN", "SentaGRU", "SentaLSTM", "SentaBiLSTM", "valid_mask"]
+__all__ = ["SentaBOW", "SentaCNN", "SentaGRU", "SentaLSTM", "SentaBiLSTM", "valid_mask", "mask_bias", "masked_max"]
 
 _NEG_INF = float("-inf")
 
@@ -42,9 +42,18 @@ def valid_mask(ids, lengths):
     return F.sequence_mask(lengths, maxlen=steps)
 
 
+def mask_bias(mask, dtype):
+    """A constant Tensor (N, L) of ``dtype``: 0 where ``mask`` (N, L) is True, -inf elsewhere.
+
+    Added to scores before a max or softmax over L, it removes the masked positions.
+    """
+    xp = framework.backend.get_array_module(mask.data)
+    return framework.to_tensor(xp.where(mask.data, 0.0, _NEG_INF).astype(dtype), device=mask.device)
+
+
 def masked_max(h, mask):
     """Max of h (N, L, D) over the valid positions of mask (N, L): (N, D)."""
-    return framework.where(mask.unsqueeze(-1), h, _NEG_INF).max(axis=1)
+    return (h + mask_bias(mask, h.dtype).unsqueeze(-1)).max(axis=1)             # (N, L, D) + (N, L, 1)
 
 
 class _Classifier(nn.Layer):
@@ -187,7 +196,7 @@ class _SentaRNN(_Senta):
         if self.pooling == "max":
             return masked_max(h, mask)
         scores = self.attention_score(F.tanh(self.attention(h))).squeeze(-1)   # (N, L, 1) -> (N, L)
-        weights = F.softmax(framework.where(mask, scores, _NEG_INF), axis=1)
+        weights = F.softmax(scores + mask_bias(mask, scores.dtype), axis=1)
         return (weights.unsqueeze(-1) * h).sum(axis=1)                     # (N, L, 1) * (N, L, D) -> (N, D)
 
 

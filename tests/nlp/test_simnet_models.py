@@ -14,6 +14,7 @@ SMALL = {
     "SimNetGRU": {"emb_dim": 6, "hidden_size": 4, "hidden": 5},
     "SimNetGRU-bi": {"emb_dim": 6, "hidden_size": 4, "hidden": 5, "bidirectional": True},
     "SimNetLSTM": {"emb_dim": 6, "hidden_size": 4, "hidden": 5},
+    "SimNetLSTM-bi": {"emb_dim": 6, "hidden_size": 3, "hidden": 5, "bidirectional": True},
 }
 CASES = [(key, head) for key in sorted(SMALL) for head in ("pointwise", "pairwise")]
 

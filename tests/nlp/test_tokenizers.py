@@ -6,6 +6,7 @@ import pytest
 
 from framework.config import ConfigError
 from framework.fetch import FetchError
+from nlp.data.text import TextFormatError
 from nlp.data.tokenizers import (CharTokenizer, LacWordTokenizer, SentencePieceTokenizer, build_tokenizer,
                                  normalize)
 
@@ -55,6 +56,9 @@ def test_lac_word_tokenizer_normalises_caches_and_writes_the_corpus_file(tmp_pat
     cached.fit(["新 书"], str(tmp_path))
     assert cached.tokenize("旧 书") == ["旧", "书"] and cached._tagger.tagged == []
     assert pickle.loads(pickle.dumps(tok)).tokenize("新 书") == ["新", "书"]
+    (tmp_path / LacWordTokenizer.CACHE_FILE).write_text('{"text": "a", "words": ["a"]}\n{"text": "b"}\n')
+    with pytest.raises(TextFormatError, match=r"lac_words.jsonl:2: not a cached LAC entry"):
+        LacWordTokenizer().fit([], str(tmp_path))
 
 
 def test_lac_word_tokenizer_with_the_official_model():
