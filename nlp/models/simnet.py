@@ -88,7 +88,8 @@ class _SimNet(nn.Layer):
     def encode(self, ids, lengths=None):
         """The vectors (N, D) of the texts ``ids`` (N, L) with ``lengths`` (N,)."""
         mask = lengths_mask(ids, lengths)
-        emb = self.embedding(ids) * mask.astype("float32").unsqueeze(-1)       # (N, L, E), padding zeroed
+        emb = self.embedding(ids)
+        emb = emb * mask.astype(emb.dtype).unsqueeze(-1)       # (N, L, E), padding zeroed
         return self.encode_embedded(emb, mask, lengths)
 
     def encode_many(self, *sides):
