@@ -11,6 +11,6 @@ from .ops.linalg import *  # noqa: F401,F403
 from .ops.reduce import *  # noqa: F401,F403
 from .ops.manipulation import *  # noqa: F401,F403
 from .ops.activation import tanh, sigmoid  # noqa: F401
-from . import nn, optimizer
+from . import amp, nn, optimizer
 from .serialization import save, load
 from .compat import dygraph, layers

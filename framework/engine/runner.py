@@ -11,6 +11,9 @@ the global batch (each of N ranks takes batch_size / N), the model is wrapped
 in ``DataParallel`` (with ``train.sync_bn``, its BatchNorms become
 SyncBatchNorm), and each rank reads its own shard of the training and
 evaluation data, so one config gives the same training on 1 or N processes.
+
+``train.amp: true`` (or a mapping ``{dtype: float16, init_scale: 32768, …}``,
+keys as ``framework.engine.trainer.AMP_OPTIONS``) trains in mixed precision.
 """
 import fnmatch
 import math
@@ -24,7 +27,7 @@ from ..io.dataset import is_iterable_dataset
 from ..optimizer import ClipGradByGlobalNorm
 from ..registry import DATASETS, METRICS, MODELS, OPTIMIZERS, SCHEDULERS, TASKS
 from .checkpoint import load_checkpoint, restore_model
-from .trainer import Trainer, evaluate
+from .trainer import AMP_OPTIONS, Trainer, amp_settings, evaluate
 
 __all__ = ["TRAIN_DEFAULTS", "SECTIONS", "check_sections", "build_task", "build_dataset", "build_loader",
            "build_scheduler", "build_optimizer", "default_output_dir", "train", "evaluate_config", "infer",
@@ -35,12 +38,12 @@ TRAIN_DEFAULTS = {
     "epochs": 1, "max_steps": None, "batch_size": 32, "eval_batch_size": None, "eval_every": None,
     "metric": None, "metric_mode": "max", "early_stop": None, "log_every": 10, "seed": 0,
     "lr_step": "epoch", "grad_clip": None, "num_workers": 0, "worker_type": "thread", "prefetch": 2,
-    "shuffle": True, "drop_last": False, "sync_bn": False,
+    "shuffle": True, "drop_last": False, "sync_bn": False, "amp": False,
 }
 _TRAIN_TYPES = {"epochs": int, "max_steps": int, "batch_size": int, "eval_batch_size": int, "eval_every": int,
                 "metric": str, "metric_mode": str, "early_stop": int, "log_every": int, "seed": int,
                 "lr_step": str, "grad_clip": float, "num_workers": int, "worker_type": str, "prefetch": int,
-                "shuffle": bool, "drop_last": bool, "sync_bn": bool}
+                "shuffle": bool, "drop_last": bool, "sync_bn": bool, "amp": (bool, dict)}
 
 
 def check_sections(cfg):
@@ -189,10 +192,24 @@ def train(cfg, output_dir=None, resume=None, device=None, seed=None, progress=Tr
                       eval_every=train_cfg["eval_every"], metric=train_cfg["metric"],
                       metric_mode=train_cfg["metric_mode"], early_stop=train_cfg["early_stop"],
                       output_dir=output_dir, log_every=train_cfg["log_every"], device=device,
-                      config=cfg, progress=progress)
+                      config=cfg, progress=progress, amp=_checked_amp(cfg, train_cfg["amp"], device))
     if resume:
         trainer.resume(None if resume is True else resume)
     return trainer, trainer.fit()
+
+
+def _checked_amp(cfg, option, device):
+    """``train.amp`` after checking its keys, types and values (dtype available on ``device``)."""
+    where = location(cfg, "train") + ", key 'amp'"
+    if isinstance(option, dict):
+        check_keys(option, AMP_OPTIONS, where)
+        for key, value in option.items():
+            check_type(value, AMP_OPTIONS[key], key, where)
+    try:
+        amp_settings(option, device)
+    except ValueError as err:
+        raise ConfigError(f"{where}: {err}") from None
+    return option
 
 
 def _make_data_parallel(cfg, train_cfg, task, datasets, env):

@@ -4,8 +4,11 @@ It knows nothing of NLP, vision or video: a Task gives it ``loss(batch)``,
 ``predict_batch(batch)`` and ``metrics()``. It runs epochs (or a step budget),
 evaluates every N steps, keeps the best checkpoint by a named metric and the
 last one, resumes exactly, stops early, stops on a NaN/inf loss, shows a
-progress line and writes every evaluation to ``metrics.jsonl``.
+progress line and writes every evaluation to ``metrics.jsonl``. With ``amp``
+it runs the loss forward under ``framework.amp.autocast`` and the backward
+and update through a ``GradScaler``.
 """
+import contextlib
 import json
 import math
 import os
@@ -14,13 +17,18 @@ import time
 
 import numpy
 
-from .. import distributed
+from .. import amp as fw_amp
+from .. import backend, distributed
 from .. import random as fw_random
 from ..tensor import no_grad
 from .checkpoint import save_checkpoint, load_checkpoint, restore_model, CheckpointError
 from .task import to_tensors, batch_size_of
 
-__all__ = ["Trainer", "TrainingError", "evaluate"]
+__all__ = ["Trainer", "TrainingError", "evaluate", "AMP_OPTIONS", "AMP_NONFINITE_LOSS_LIMIT", "amp_settings"]
+
+AMP_OPTIONS = {"dtype": str, "init_scale": float, "growth_factor": float, "backoff_factor": float,
+               "growth_interval": int}
+AMP_NONFINITE_LOSS_LIMIT = 10  # under amp, this many non-finite losses in a row stop training
 
 
 class TrainingError(RuntimeError):
@@ -50,6 +58,28 @@ def evaluate(task, loader, device=None):
     for metric in metrics:
         result.update(metric.compute())
     return result
+
+
+def amp_settings(option, device=None):
+    """The autocast dtype and GradScaler for the Trainer's ``amp`` argument.
+
+    ``option``: False/None (off), True (float16, default scaler) or a dict with
+    any of ``AMP_OPTIONS`` (``dtype`` plus the GradScaler arguments).
+    Returns ``(dtype name, GradScaler)``, or ``(None, None)`` when off. Raises
+    ValueError for an unknown key, a bad value or a dtype the array module of
+    ``device`` lacks.
+    """
+    if option is None or option is False:
+        return None, None
+    if option is not True and not isinstance(option, dict):
+        raise ValueError(f"amp must be true, false or a mapping of {', '.join(AMP_OPTIONS)}; got {option!r}")
+    options = {} if option is True else dict(option)
+    unknown = sorted(set(options) - set(AMP_OPTIONS))
+    if unknown:
+        raise ValueError(f"amp: unknown keys {unknown} (valid keys: {', '.join(AMP_OPTIONS)})")
+    dtype = options.pop("dtype", "float16")
+    fw_amp.resolve_dtype(dtype, backend.array_module(device))
+    return dtype, fw_amp.GradScaler(**options)
 
 
 class _Progress:
@@ -101,6 +131,14 @@ class Trainer:
         output_dir: where ``last.npz``, ``best.npz`` and ``metrics.jsonl`` go (None: nothing written).
         log_every: steps between progress lines. device: 'cpu' or 'gpu'.
         config: the resolved config, stored inside checkpoints.
+        amp: mixed precision (see :func:`amp_settings`): the loss forward runs
+            under ``autocast`` and backward/update through a ``GradScaler``
+            whose state is checkpointed. A step whose gradients hold inf/NaN is
+            skipped and logged (the scale backs off), as with PyTorch's scaler;
+            so is a step with a non-finite loss, but
+            ``AMP_NONFINITE_LOSS_LIMIT`` of those in a row raise TrainingError
+            (the loss is computed before scaling, so a smaller scale cannot fix
+            it). Without amp the first non-finite loss raises.
 
     Under data parallelism (``framework.distributed``) every rank runs this
     loop on its shard: the loss shown and checked for NaN is the mean over
@@ -110,7 +148,7 @@ class Trainer:
 
     def __init__(self, task, optimizer, train_loader, eval_loader=None, scheduler=None, lr_step="epoch",
                  epochs=1, max_steps=None, eval_every=None, metric=None, metric_mode="max", early_stop=None,
-                 output_dir=None, log_every=10, device=None, config=None, progress=True):
+                 output_dir=None, log_every=10, device=None, config=None, progress=True, amp=False):
         if lr_step not in ("epoch", "step"):
             raise ValueError(f"Trainer: lr_step must be 'epoch' or 'step', got {lr_step!r}")
         if metric_mode not in ("max", "min"):
@@ -123,10 +161,12 @@ class Trainer:
         self.eval_every, self.metric, self.metric_mode = eval_every, metric, metric_mode
         self.early_stop, self.output_dir, self.device, self.config = early_stop, output_dir, device, config
         self.rank, self.world_size = distributed.get_rank(), distributed.get_world_size()
+        self.amp_dtype, self.scaler = amp_settings(amp, device)
         steps_per_epoch = len(train_loader)
         total = max_steps if max_steps is not None else steps_per_epoch * epochs
         self.progress = _Progress(total, max(1, log_every), enabled=progress and self.rank == 0)
-        self.state = {"epoch": 0, "step": 0, "best": None, "best_step": -1, "bad_evals": 0, "last_loss": None}
+        self.state = {"epoch": 0, "step": 0, "best": None, "best_step": -1, "bad_evals": 0, "last_loss": None,
+                      "skipped_steps": 0, "nonfinite_losses": 0}
         self.history = []
 
     # ---- paths ------------------------------------------------------------
@@ -152,6 +192,8 @@ class Trainer:
         state = dict(self.state)
         state["best"] = float("nan") if state["best"] is None else state["best"]
         state["last_loss"] = float("nan") if state["last_loss"] is None else state["last_loss"]
+        if self.scaler is not None:
+            state["scaler"] = self.scaler.state_dict()
         if self.world_size > 1:  # the random streams of ranks 1…N-1 (rank 0's is the checkpoint's ``rng``)
             state["rank_rng"] = distributed.all_gather_object(fw_random.get_rng_state())[1:]
         return state
@@ -176,13 +218,15 @@ class Trainer:
             self.train_loader.set_state_dict(state["loader"])
             self.state["epoch"] = int(state["loader"]["epoch"])
         saved = state.get("trainer", {})
-        for key in ("step", "best_step", "bad_evals"):
+        for key in ("step", "best_step", "bad_evals", "skipped_steps", "nonfinite_losses"):
             if key in saved:
                 self.state[key] = int(saved[key])
         for key in ("best", "last_loss"):
             if key in saved:
                 value = float(saved[key])
                 self.state[key] = None if math.isnan(value) else value
+        if self.scaler is not None and "scaler" in saved:  # a run without amp before has none: start afresh
+            self.scaler.load_state_dict(saved["scaler"])
         if self.rank > 0:  # each rank goes on with its own random stream (a fresh one if N changed)
             streams = saved.get("rank_rng", [])
             if len(streams) == self.world_size - 1:
@@ -223,32 +267,61 @@ class Trainer:
         if self.output_dir and not stopped_early:
             self.save("last.npz")
         return {"epoch": state["epoch"], "step": state["step"], "best": state["best"],
-                "best_step": state["best_step"], "stopped_early": stopped_early, "history": self.history}
+                "best_step": state["best_step"], "stopped_early": stopped_early, "history": self.history,
+                "skipped_steps": state["skipped_steps"]}
 
     def _budget_done(self):
         return self.max_steps is not None and self.state["step"] >= self.max_steps
 
     def _train_step(self, batch):
-        loss = self.task.loss(to_tensors(batch, self.device))
+        tensors = to_tensors(batch, self.device)
+        with fw_amp.autocast(dtype=self.amp_dtype) if self.scaler else contextlib.nullcontext():
+            loss = self.task.loss(tensors)
         value = float(loss.item())
         if self.world_size > 1:  # every rank sees the mean loss, so all stop together on NaN
             value = float(distributed.all_reduce(numpy.array([value]), "avg")[0])
-        if not math.isfinite(value):
-            last = self.last_checkpoint or "none saved yet"
-            raise TrainingError(f"loss is {value} at step {self.state['step'] + 1} "
-                                f"(epoch {self.state['epoch'] + 1}); last good checkpoint: {last}")
+        self._check_loss(value)
         self.optimizer.clear_grad()
-        loss.backward()
-        self.optimizer.step()
+        if self.scaler is None:
+            loss.backward()
+            self.optimizer.step()
+        else:
+            self._scaled_step(loss, value)
         if self.scheduler is not None and self.lr_step == "step":
             self.scheduler.step()
         return value
+
+    def _check_loss(self, value):
+        """Count non-finite losses in a row; raise TrainingError past the limit (1 without amp)."""
+        state = self.state
+        state["nonfinite_losses"] = 0 if math.isfinite(value) else state["nonfinite_losses"] + 1
+        limit = 1 if self.scaler is None else AMP_NONFINITE_LOSS_LIMIT
+        if state["nonfinite_losses"] >= limit:
+            last = self.last_checkpoint or "none saved yet"
+            streak = f", the {limit}th in a row under amp" if self.scaler else ""
+            raise TrainingError(f"loss is {value} at step {state['step'] + 1} (epoch {state['epoch'] + 1}{streak}); "
+                                f"last good checkpoint: {last}")
+
+    def _scaled_step(self, loss, value):
+        """Backward of the scaled loss and the scaler's step; a skipped step is counted and logged."""
+        scale = self.scaler.get_scale()
+        with numpy.errstate(over="ignore", invalid="ignore"):  # an overflow here is the scaler's to handle
+            self.scaler.scale(loss).backward()
+            stepped = self.scaler.step(self.optimizer)
+        self.scaler.update()
+        if not stepped:
+            self.state["skipped_steps"] += 1
+            cause = f"loss is {value}" if not math.isfinite(value) else "gradients overflowed"
+            self.progress.message(f"step {self.state['step'] + 1}: {cause} at loss scale {scale:g}; step skipped, "
+                                  f"scale now {self.scaler.get_scale():g}")
 
     def _evaluate_and_save(self):
         """Evaluate, log, keep best/last checkpoints; True when early stopping triggers."""
         state = self.state
         record = {"epoch": state["epoch"], "step": state["step"], "train_loss": state["last_loss"],
                   "lr": self.optimizer.get_lr(), "time": time.time()}
+        if self.scaler is not None:
+            record.update(loss_scale=self.scaler.get_scale(), skipped_steps=state["skipped_steps"])
         metrics = evaluate(self.task, self.eval_loader, self.device) if self.eval_loader is not None else {}
         record.update(metrics)
         self.history.append(record)

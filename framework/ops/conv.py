@@ -3,13 +3,16 @@
 One N-d implementation: the input is unfolded into columns by
 ``framework.kernels.im2col`` (layout (C * prod(kernel), N * prod(out))), so the
 forward pass and the weight gradient are single GEMMs (batched over groups when
-groups > 1) and the input gradient is ``col2im(weight.T @ grad)``.
+groups > 1) and the input gradient is ``col2im(weight.T @ grad)``. Under
+``framework.amp.autocast`` float32 inputs are cast down before im2col, the
+GEMMs run in the autocast dtype and outputs and gradients are float32.
 """
 import math
 
 import numpy
 
-from ..kernels.im2col import im2col, col2im_matmul, scratch
+from .. import amp
+from ..kernels.im2col import im2col, col2im_matmul, group_matmul, scratch
 from ..tensor import Function, OpError
 
 __all__ = ["conv1d", "conv2d", "conv3d"]
@@ -19,6 +22,8 @@ class ConvNd(Function):
     """y[n, o] = sum_{c, k} w[o, c, k] * x_padded[n, g(o) * C_g + c, o * stride + k * dilation] + b[o]."""
 
     def forward(self, x, w, b=None):
+        self.io_dtype, self.compute_dtype = x.dtype, amp.compute_dtype(self.xp, x.dtype)
+        x, w = amp.cast(self.compute_dtype, x, w)  # before im2col, so the columns are in the compute dtype
         n, groups, out_channels = x.shape[0], self.groups, w.shape[0]
         width = n * math.prod(self.out)
         keep = len(self.needs_input_grad) > 1 and self.needs_input_grad[1]  # only the weight gradient needs cols
@@ -26,17 +31,18 @@ class ConvNd(Function):
                                                  x.dtype)
         cols = im2col(x, self.kernel, self.stride, self.padding, self.dilation, self.out, into=into)
         y = scratch(self.xp, "conv_out", (groups, out_channels // groups, width), x.dtype)
-        self.xp.matmul(w.reshape(groups, out_channels // groups, -1), cols.reshape(groups, -1, width), out=y)
-        y = y.reshape(out_channels, n, -1)
+        group_matmul(w.reshape(groups, out_channels // groups, -1), cols.reshape(groups, -1, width), out=y)
+        # one pass to (N, C_out, *out) in the input dtype; the bias is added in that dtype
+        y = y.reshape(out_channels, n, -1).swapaxes(0, 1).astype(self.io_dtype, order="C")
         if b is not None:
-            y += b.reshape(-1, 1, 1)
+            y += b.reshape(-1, 1)
         self.saved = (cols if keep else None), w, x.shape
-        return y.swapaxes(0, 1).copy().reshape(n, out_channels, *self.out)
+        return y.reshape(n, out_channels, *self.out)
 
     def backward(self, gy):
         cols, w, x_shape = self.saved
         xp, groups, out_channels = self.xp, self.groups, w.shape[0]
-        gy_rows = scratch(xp, "conv_grad_rows", (out_channels, gy.shape[0], math.prod(self.out)), gy.dtype)
+        gy_rows = scratch(xp, "conv_grad_rows", (out_channels, gy.shape[0], math.prod(self.out)), w.dtype)
         gy_rows[...] = gy.reshape(gy.shape[0], out_channels, -1).swapaxes(0, 1)
         gy_rows = gy_rows.reshape(groups, out_channels // groups, -1)
         gx = gw = None
@@ -46,10 +52,11 @@ class ConvNd(Function):
                                self.out)
         if self.needs_input_grad[1]:
             cols_t = cols.reshape(groups, -1, cols.shape[1]).swapaxes(1, 2)
-            gw = xp.matmul(gy_rows, cols_t).reshape(w.shape)
+            gw = group_matmul(gy_rows, cols_t).reshape(w.shape)
+        gx, gw = amp.cast(self.io_dtype, gx, gw)
         if len(self.needs_input_grad) == 2:
             return gx, gw
-        return gx, gw, gy_rows.sum(axis=2).reshape(out_channels)
+        return gx, gw, gy_rows.sum(axis=2, dtype=self.io_dtype).reshape(out_channels)
 
 
 def per_dim(value, ndim, what, op):

@@ -3,9 +3,12 @@
 A stack of matrices times one matrix runs as a single 2-D GEMM over the
 flattened batch, and the gradient of a plain-matrix operand of a batched
 product is one GEMM over the batch (never a broadcast product summed afterwards).
+Under ``framework.amp.autocast`` float32 products run in the autocast dtype
+(forward and backward) and give float32 results.
 """
 import numpy
 
+from .. import amp
 from ..tensor import Function, OpError
 from .utils import unbroadcast
 
@@ -38,13 +41,16 @@ def _grad_product(xp, p, q, shape):
 
 class MatMul(Function):
     def forward(self, x, y):
+        self.io_dtype, self.compute_dtype = x.dtype, amp.compute_dtype(self.xp, x.dtype)
+        x, y = amp.cast(self.compute_dtype, x, y)
         a = _swap(x) if self.transpose_x and x.ndim > 1 else x
         b = _swap(y) if self.transpose_y and y.ndim > 1 else y
         self.saved = a, b
-        return _mm(a, b)
+        return _mm(a, b).astype(self.io_dtype, copy=False)
 
     def backward(self, gy):
         a, b = self.saved
+        gy = gy.astype(self.compute_dtype, copy=False)
         # promote vectors to matrices: a (k,) -> (1, k), b (k,) -> (k, 1)
         a2 = a.reshape(1, -1) if a.ndim == 1 else a
         b2 = b.reshape(-1, 1) if b.ndim == 1 else b
@@ -57,27 +63,28 @@ class MatMul(Function):
         if self.needs_input_grad[1]:
             gb = _grad_product(self.xp, _swap(a2), g, b2.shape).reshape(b.shape)
             gb = _swap(gb) if self.transpose_y and gb.ndim > 1 else gb
-        return ga, gb
+        return amp.cast(self.io_dtype, ga, gb)
 
 
 class Linear(Function):
     def forward(self, x, weight, *bias):
+        self.io_dtype, self.compute_dtype = x.dtype, amp.compute_dtype(self.xp, x.dtype)
+        x, weight = amp.cast(self.compute_dtype, x, weight)
         self.saved = x, weight
-        x2 = x.reshape(-1, x.shape[-1])
-        y = x2 @ weight
-        if bias:
+        y = (x.reshape(-1, x.shape[-1]) @ weight).astype(self.io_dtype, copy=False)
+        if bias:  # added in the input dtype, after the product
             y += bias[0]
         return y.reshape(x.shape[:-1] + (weight.shape[1],))
 
     def backward(self, gy):
         x, weight = self.saved
         g2 = gy.reshape(-1, weight.shape[1])
+        gb = g2.sum(axis=0) if len(self.needs_input_grad) == 3 and self.needs_input_grad[2] else None
+        g2 = g2.astype(self.compute_dtype, copy=False)
         gx = (g2 @ weight.T).reshape(x.shape) if self.needs_input_grad[0] else None
         gw = x.reshape(-1, x.shape[-1]).T @ g2 if self.needs_input_grad[1] else None
-        if len(self.needs_input_grad) == 2:
-            return gx, gw
-        gb = g2.sum(axis=0) if self.needs_input_grad[2] else None
-        return gx, gw, gb
+        gx, gw = amp.cast(self.io_dtype, gx, gw)
+        return (gx, gw) if len(self.needs_input_grad) == 2 else (gx, gw, gb)
 
 
 def _check_pair(x, y, op):
