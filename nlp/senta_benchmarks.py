@@ -67,6 +67,51 @@ def _torch_model(torch, kind, vocab_size, emb_dim, hidden, hidden2):
     return Twin()
 
 
+def _oar_step(kind, ids_np, labels_np, vocab_size, emb_dim, hidden, hidden2, device="cpu"):
+    """A function running one oar training step of ``kind`` on ids (N, L) and labels (N,); it returns the loss.
+
+    ``device``: 'cpu' or 'gpu', where the model and the batch live.
+    """
+    if kind == "bilstm":
+        model = SentaBiLSTM(vocab_size, emb_dim=emb_dim, hidden=hidden, hidden2=hidden2)
+    else:
+        model = SentaCNN(vocab_size, emb_dim=emb_dim, filters=hidden, hidden2=hidden2)
+    model.to(device)
+    optimizer = Adam(learning_rate=1e-3, parameters=model.parameters())
+    ids, labels = framework.to_tensor(ids_np, device=device), framework.to_tensor(labels_np, device=device)
+    lengths = framework.to_tensor(numpy.full(len(ids_np), ids_np.shape[1], dtype=numpy.int64), device=device)
+
+    def step():
+        loss = F.cross_entropy(model(ids, lengths), labels)
+        loss.backward()
+        optimizer.step()
+        optimizer.clear_grad()
+        return loss
+    return step
+
+
+def _torch_step(torch, kind, ids_np, labels_np, vocab_size, emb_dim, hidden, hidden2, device="cpu"):
+    """The same step for the PyTorch twin; it returns the loss. ``device``: a torch device ('cpu', 'cuda')."""
+    twin = _torch_model(torch, kind, vocab_size, emb_dim, hidden, hidden2).to(device)
+    twin_optimizer = torch.optim.Adam(twin.parameters(), lr=1e-3)
+    t_ids, t_labels = torch.from_numpy(ids_np).to(device), torch.from_numpy(labels_np).to(device)
+
+    def torch_step():
+        loss = torch.nn.functional.cross_entropy(twin(t_ids), t_labels)
+        loss.backward()
+        twin_optimizer.step()
+        twin_optimizer.zero_grad()
+        return loss
+    return torch_step
+
+
+def _batch_arrays(batch, length, vocab_size):
+    """Random ids (batch, length) in [1, vocab_size) and labels (batch,) in {0, 1}, both int64 (seed 0)."""
+    rng = numpy.random.default_rng(0)
+    return (rng.integers(1, vocab_size, size=(batch, length)).astype(numpy.int64),
+            rng.integers(0, 2, size=batch).astype(numpy.int64))
+
+
 def bench_train_step(kind="bilstm", batch=64, length=100, vocab_size=3707, emb_dim=128, hidden=128, hidden2=96,
                      repeat=5):
     """Median time (ms) of one training step of ``kind`` ('bilstm' or 'cnn'), ours and PyTorch's.
@@ -74,41 +119,16 @@ def bench_train_step(kind="bilstm", batch=64, length=100, vocab_size=3707, emb_d
     Returns ``{"model", "batch", "length", "emb", "hidden", "oar_step_ms", "oar_samples_per_s"}`` and
     ``"torch_step_ms"``, ``"torch_threads"``, ``"torch_vs_oar"`` (> 1: ours is faster) when torch is importable.
     """
-    rng = numpy.random.default_rng(0)
+    ids_np, labels_np = _batch_arrays(batch, length, vocab_size)
+    sizes = (vocab_size, emb_dim, hidden, hidden2)
     framework.seed(0)
-    ids_np = rng.integers(1, vocab_size, size=(batch, length)).astype(numpy.int64)
-    labels_np = rng.integers(0, 2, size=batch).astype(numpy.int64)
-    if kind == "bilstm":
-        model = SentaBiLSTM(vocab_size, emb_dim=emb_dim, hidden=hidden, hidden2=hidden2)
-    else:
-        model = SentaCNN(vocab_size, emb_dim=emb_dim, filters=hidden, hidden2=hidden2)
-    optimizer = Adam(learning_rate=1e-3, parameters=model.parameters())
-    ids, labels = framework.to_tensor(ids_np), framework.to_tensor(labels_np)
-    lengths = framework.to_tensor(numpy.full(batch, length, dtype=numpy.int64))
-
-    def step():
-        loss = F.cross_entropy(model(ids, lengths), labels)
-        loss.backward()
-        optimizer.step()
-        optimizer.clear_grad()
-
-    seconds = _median_seconds(step, repeat)
+    seconds = _median_seconds(_oar_step(kind, ids_np, labels_np, *sizes), repeat)
     row = {"model": kind, "batch": batch, "length": length, "emb": emb_dim, "hidden": hidden,
            "oar_step_ms": seconds * 1e3, "oar_samples_per_s": batch / seconds}
     torch = _torch()
     if torch is not None:
         torch.manual_seed(0)
-        twin = _torch_model(torch, kind, vocab_size, emb_dim, hidden, hidden2)
-        twin_optimizer = torch.optim.Adam(twin.parameters(), lr=1e-3)
-        t_ids, t_labels = torch.from_numpy(ids_np), torch.from_numpy(labels_np)
-
-        def torch_step():
-            loss = torch.nn.functional.cross_entropy(twin(t_ids), t_labels)
-            loss.backward()
-            twin_optimizer.step()
-            twin_optimizer.zero_grad()
-
-        torch_seconds = _median_seconds(torch_step, repeat)
+        torch_seconds = _median_seconds(_torch_step(torch, kind, ids_np, labels_np, *sizes), repeat)
         row.update({"torch_step_ms": torch_seconds * 1e3, "torch_threads": torch.get_num_threads(),
                     "torch_vs_oar": seconds and torch_seconds / seconds})
     return row

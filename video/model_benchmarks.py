@@ -47,7 +47,8 @@ def bench_ours(model, batch, size, repeat):
     return best_time(step, repeat=repeat) / batch
 
 
-def _torch_model(shift):
+def _torch_model(shift, segments=SEGMENTS):
+    """PyTorch TSN-R50 (or TSM-R50 when ``shift``) on clips (B, ``segments``, 3, H, W) -> (B, 400)."""
     import torch
     from vision.torch_reference import torch_resnet
 
@@ -56,7 +57,7 @@ def _torch_model(shift):
     def residual_shift(module, inputs):
         x = inputs[0]
         nt, c, h, w = x.shape
-        x = x.view(nt // SEGMENTS, SEGMENTS, c, h, w)
+        x = x.view(nt // segments, segments, c, h, w)
         fold = c // 8
         out = torch.zeros_like(x)
         out[:, 1:, :fold] = x[:, :-1, :fold]

@@ -51,12 +51,13 @@ def machine_info():
                             if k in os.environ}}
 
 
-SUITES = {  # benchmark name -> module whose ``run_all(quick=False)`` measures it
+SUITES = {  # benchmark name -> module whose ``run_all(quick=False)`` measures it (on its default device)
     "framework": "framework.benchmarks",
     "data": "framework.io.benchmarks",
     "dist": "framework.distributed.benchmarks",
     "lac": "nlp.lac.benchmarks",
     "senta": "nlp.senta_benchmarks",
+    "gpu": "zoo.gpu_benchmarks",
     "vision": "vision.benchmarks",
     "video_data": "video.benchmarks",
     "video_models": "video.model_benchmarks",

@@ -56,35 +56,42 @@ def _batch(rng, batch, length):
             numpy.full(batch, length, dtype=numpy.int64))
 
 
-def _oar_step(tokens, labels, lengths):
-    """A function running one oar training step (loss, backward, Adam) on the given batch."""
+def _oar_step(tokens, labels, lengths, device="cpu"):
+    """A function running one oar training step (loss, backward, Adam) on the given batch; it returns the loss.
+
+    ``device``: 'cpu' or 'gpu', where the model and the batch live.
+    """
     import framework
     from framework.optimizer import Adam
     from nlp.models.lac import BiGRUCRF
     from nlp.tasks.lexical_analysis import LexicalAnalysis
-    task = LexicalAnalysis(BiGRUCRF(VOCAB_SIZE, NUM_TAGS))
+    task = LexicalAnalysis(BiGRUCRF(VOCAB_SIZE, NUM_TAGS).to(device))
     optimizer = Adam(learning_rate=1e-3, parameters=task.model.parameters())
-    batch = {"tokens": framework.to_tensor(tokens), "tokens_lengths": framework.to_tensor(lengths),
-             "labels": framework.to_tensor(labels)}
+    batch = {"tokens": framework.to_tensor(tokens, device=device),
+             "tokens_lengths": framework.to_tensor(lengths, device=device),
+             "labels": framework.to_tensor(labels, device=device)}
     task.model.train()
 
     def step():
-        task.loss(batch).backward()
+        loss = task.loss(batch)
+        loss.backward()
         optimizer.step()
         optimizer.clear_grad()
+        return loss
     return step
 
 
-def _torch_step(torch, tokens, labels):
-    """A function running one PyTorch training step of the same network and loss on the given batch."""
+def _torch_step(torch, tokens, labels, device="cpu"):
+    """A function running one PyTorch training step of the same network and loss on the given batch; it returns
+    the loss. ``device``: a torch device ('cpu', 'cuda')."""
     emb, hidden = 128, 128
-    embedding = torch.nn.Embedding(VOCAB_SIZE, emb)
-    gru = torch.nn.GRU(emb, hidden, num_layers=2, bidirectional=True, batch_first=True)
-    emission = torch.nn.Linear(2 * hidden, NUM_TAGS)
-    transition = torch.nn.Parameter(0.1 * torch.randn(NUM_TAGS + 2, NUM_TAGS))
+    embedding = torch.nn.Embedding(VOCAB_SIZE, emb).to(device)
+    gru = torch.nn.GRU(emb, hidden, num_layers=2, bidirectional=True, batch_first=True).to(device)
+    emission = torch.nn.Linear(2 * hidden, NUM_TAGS).to(device)
+    transition = torch.nn.Parameter(0.1 * torch.randn(NUM_TAGS + 2, NUM_TAGS, device=device))
     params = [*embedding.parameters(), *gru.parameters(), *emission.parameters(), transition]
     optimizer = torch.optim.Adam(params, lr=1e-3)
-    x, y = torch.as_tensor(tokens), torch.as_tensor(labels)
+    x, y = torch.as_tensor(tokens, device=device), torch.as_tensor(labels, device=device)
 
     def crf_nll(scores):
         start, stop, trans = transition[0], transition[1], transition[2:]
@@ -101,6 +108,7 @@ def _torch_step(torch, tokens, labels):
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+        return loss
     return step
 
 
