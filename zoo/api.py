@@ -60,6 +60,17 @@ def _resolve_repo_files(section):
                 section[key] = candidate
 
 
+def _card_overrides(entry):
+    """The card's ``overrides`` (``key=value`` config overrides), a value naming a repository file made absolute."""
+    resolved = []
+    for item in entry.get("overrides", []):
+        key, _, value = item.partition("=")
+        candidate = os.path.join(ROOT, value)
+        resolved.append(f"{key}={candidate}" if value and not os.path.isabs(value) and os.path.isfile(candidate)
+                        else item)
+    return resolved
+
+
 def load(name, device="cpu"):
     """A ready Task for the zoo model ``name`` (weights checked against the card's sha256)."""
     _register_everything()
@@ -67,7 +78,7 @@ def load(name, device="cpu"):
     if "loader" in entry:
         task = _call_loader(entry["loader"])
     else:
-        cfg = load_config(os.path.join(ROOT, entry["config"]))
+        cfg = load_config(os.path.join(ROOT, entry["config"]), _card_overrides(entry))
         _resolve_repo_files(cfg.get("task") or {})
         task = runner.build_task(cfg)
         runner.load_weights(task.model, _checked_weights(entry))

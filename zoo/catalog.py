@@ -7,6 +7,9 @@ A card says what a model is and where every number came from:
   (``{path, sha256}`` of a file shipped in the repo), or ``loader``
   (``"module:function"`` returning a ready Task, e.g. converted official weights
   fetched from their named source);
+- ``overrides`` (optional, with ``config``): ``key=value`` config overrides
+  applied when the model is loaded, e.g. ``task.vocab=zoo/weights/…`` (a
+  value naming a repository file is read from the repository root);
 - ``source``: how the weights were made (the ``oar reproduce`` command, or the
   official release they were converted from);
 - ``metrics``: ``{split: ..., name: value, ...}`` measured by ``reproduce``, and ``date``.

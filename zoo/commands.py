@@ -28,10 +28,16 @@ USER_ERRORS = (ConfigError, CheckpointError, TrainingError, DataLoaderError, Dev
 def _register_everything():
     """Import the packages that register models, datasets and tasks."""
     from . import toy  # noqa: F401
+    import nlp.data.matching  # noqa: F401
     import nlp.data.peoples_daily  # noqa: F401
+    import nlp.data.reviews  # noqa: F401
     import nlp.metrics  # noqa: F401
     import nlp.models.lac  # noqa: F401
+    import nlp.models.senta  # noqa: F401
+    import nlp.models.simnet  # noqa: F401
     import nlp.tasks.lexical_analysis  # noqa: F401
+    import nlp.tasks.matching  # noqa: F401
+    import nlp.tasks.sentiment  # noqa: F401
     import video.data  # noqa: F401
     import video.metrics  # noqa: F401
     import vision.data  # noqa: F401

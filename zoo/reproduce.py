@@ -1,4 +1,4 @@
-"""``oar reproduce NAME|nlp|video|all``: retrain and re-measure the models behind the cards.
+"""``oar reproduce NAME|nlp|senta|video|all``: retrain and re-measure the models behind the cards.
 
 For a card with a ``config``, reproduce trains it (``framework.engine.runner``),
 evaluates the best checkpoint on the card's split, writes the model weights as
@@ -6,8 +6,12 @@ float16 to the card's ``weights.path``, and rewrites the card (metrics, sha256,
 date, time taken) and the card's block in ``docs/RESULTS.md``. A card may name
 its own procedure instead (``reproduce: {function: "module:function"}``, called
 with the card and the options, returning ``{"metrics": …, "weights": …}`` and
-optionally ``"results_text"``, the block to write); it can reuse
-:func:`train_and_measure` and :func:`destination`.
+optionally ``"results_text"``, the block to write, ``"results_name"``, the
+block's name when it is not the card's, and ``"models"``, ``{name: {"metrics",
+"weights"}}`` of other cards the same run measured: those cards are updated too
+and not run again in the same ``reproduce``); it can reuse
+:func:`train_and_measure` and :func:`destination`. ``oar reproduce senta``
+runs the sentiment cards (one procedure trains the whole Senta family).
 
 With ``--dry_run`` nothing in the repository changes: the weights, the other
 exported files, the catalog and RESULTS.md are written under
@@ -34,7 +38,7 @@ from .catalog import CATALOG_PATH, ROOT, CatalogError, cards, write_card
 __all__ = ["GROUPS", "RESULTS_PATH", "reproduce", "export_weights", "update_results", "destination",
            "train_and_measure", "machine_description"]
 
-GROUPS = {"nlp": ("lexical_analysis", "sentiment", "matching"), "video": ("video",)}
+GROUPS = {"nlp": ("lexical_analysis", "sentiment", "matching"), "senta": ("sentiment",), "video": ("video",)}
 RESULTS_PATH = os.path.join(ROOT, "docs", "RESULTS.md")
 
 
@@ -114,17 +118,23 @@ def _run_one(entry, options, catalog_path, results_path):
     else:
         raise CatalogError(f"model {entry['name']!r} has no reproduce recipe")
     minutes = (time.time() - start) / 60
+    today = datetime.date.today().isoformat()
     updated = dict(entry)
     updated.update({k: v for k, v in outcome.items() if k in ("metrics", "weights")})
-    updated["date"] = datetime.date.today().isoformat()
-    updated["reproduce_minutes"] = round(minutes, 1)
+    updated.update(date=today, reproduce_minutes=round(minutes, 1))
     write_card(updated, catalog_path)
+    table, others = cards(catalog_path), []
+    for name, measured in (outcome.get("models") or {}).items():
+        if name != entry["name"] and name in table:
+            others.append({**table[name], **{k: v for k, v in measured.items() if k in ("metrics", "weights")},
+                           "date": today})
+            write_card(others[-1], catalog_path)
     metrics = ", ".join(f"{k} {v}" for k, v in updated["metrics"].items())
     row = (outcome.get("results_text") or
            f"| {entry['name']} | {metrics} | `oar reproduce {entry['name']}` | {minutes:.1f} min | "
            f"{machine_description()} | {updated['date']} |")
-    update_results(entry["name"], row, results_path)
-    return updated
+    update_results(outcome.get("results_name", entry["name"]), row, results_path)
+    return [updated] + others
 
 
 def _targets(options):
@@ -141,7 +151,7 @@ def _targets(options):
 
 
 def reproduce(target, options):
-    """Reproduce one card, a group (``nlp``, ``video``) or ``all``; returns the updated cards."""
+    """Reproduce one card, a group (``nlp``, ``senta``, ``video``) or ``all``; returns the updated cards."""
     table = cards()
     if target == "all":
         chosen = list(table.values())
@@ -153,5 +163,8 @@ def reproduce(target, options):
         from .catalog import card
         card(target)  # raises with close names
     catalog_path, results_path = _targets(options)
-    return [_run_one(entry, options, catalog_path, results_path)
-            for entry in chosen if entry.get("reproduce") or "config" in entry]
+    updated = []
+    for entry in chosen:
+        if (entry.get("reproduce") or "config" in entry) and entry["name"] not in {u["name"] for u in updated}:
+            updated += _run_one(entry, options, catalog_path, results_path)
+    return updated

