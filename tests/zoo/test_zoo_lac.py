@@ -1,7 +1,9 @@
-"""The lexical-analysis zoo cards: `oar reproduce` rehearses both cards with --dry_run without touching
-the repository."""
+"""The lexical-analysis zoo cards: `lac_pku` runs offline from its shipped files, and `oar reproduce`
+rehearses both cards with --dry_run without touching the repository."""
 import hashlib
 import os
+import subprocess
+import sys
 
 import numpy
 import pytest
@@ -30,6 +32,67 @@ def tiny_corpus(tmp_path):
     path.write_text("\n".join(CORPUS_LINES[i % len(CORPUS_LINES)] for i in range(40)) + "\n", encoding="utf-8")
     from nlp.data.peoples_daily import char_vocab
     return str(path), len(char_vocab(2, str(path)))
+
+
+def test_card_names_its_files_and_their_hashes():
+    entry = card("lac_pku")
+    weights = entry["weights"]
+    assert entry["config"] == "configs/nlp/lac_pku.yaml" and entry["source"] == "oar reproduce lac_pku"
+    assert _sha(os.path.join(ROOT, weights["path"])) == weights["sha256"]
+    assert _sha(os.path.join(ROOT, weights["vocab"])) == weights["vocab_sha256"]
+    assert os.path.getsize(os.path.join(ROOT, weights["path"])) <= 8 * 2 ** 20
+    state = framework.load(os.path.join(ROOT, weights["path"]))["model"]
+    assert {v.dtype for v in state.values() if v.dtype.kind == "f"} == {numpy.dtype(numpy.float16)}
+    for key in ("seg_f1", "pos_f1", "entity_f1"):
+        assert 0.0 < entry["metrics"][key] <= 1.0
+    assert entry["metrics"]["split"] == "test"
+
+
+def test_lac_pku_runs_offline_without_the_corpus(tmp_path, monkeypatch):
+    """OAR_HOME points at an empty folder and fetching is forbidden: the shipped files are enough."""
+    import framework.fetch
+    import nlp.data.peoples_daily
+    import zoo
+
+    monkeypatch.setenv("OAR_HOME", str(tmp_path / "empty"))
+
+    def no_fetch(*args, **kwargs):
+        raise AssertionError("lac_pku must not fetch anything")
+    monkeypatch.setattr(framework.fetch, "fetch", no_fetch)
+    monkeypatch.setattr(nlp.data.peoples_daily, "fetch", no_fetch)
+    task = zoo.load("lac_pku")
+    texts = ["今天是个好日子", "", "中国人民银行在北京召开会议。"]
+    results = task.predict(texts)
+    assert ["".join(r["words"]) for r in results] == texts
+    from nlp.data.peoples_daily import PKU_TAGS
+    assert all(set(r["tags"]) <= set(PKU_TAGS) for r in results)
+    assert results[1] == {"words": [], "tags": []}
+    assert results[2]["words"][-1] == "。" and results[2]["tags"][-1] == "w"
+    assert "北京" in results[2]["words"] and results[2]["tags"][results[2]["words"].index("北京")] == "ns"
+    assert not os.path.exists(tmp_path / "empty")
+
+
+def test_oar_run_lac_pku_prints_word_tag_pairs(tmp_path):
+    env = dict(os.environ, OAR_HOME=str(tmp_path / "empty"), PYTHONPATH=ROOT)
+    result = subprocess.run([sys.executable, "-m", "zoo.cli", "run", "lac_pku", "--input_text", "今天是个好日子"],
+                            capture_output=True, text=True, cwd=str(tmp_path), env=env, timeout=300)
+    assert result.returncode == 0, result.stderr
+    pairs = [token.rsplit("/", 1) for token in result.stdout.split()]
+    assert "".join(word for word, _ in pairs) == "今天是个好日子"
+    assert all(tag for _, tag in pairs)
+
+
+def test_shipped_model_scores_like_its_card_on_test_lines():
+    """The first 200 test-split lines, scored with the card's metrics, land near the card's test figures."""
+    import zoo
+    from nlp.data.peoples_daily import read_sentences
+    from nlp.metrics import score_words
+    gold = read_sentences("test")[:200]
+    predicted = zoo.load("lac_pku").predict(["".join(s.words) for s in gold])
+    scores = score_words([(p["words"], p["tags"]) for p in predicted], [(s.words, s.tags) for s in gold])
+    metrics = card("lac_pku")["metrics"]
+    assert scores["seg_f1"] > metrics["seg_f1"] - 0.02
+    assert scores["pos_f1"] > metrics["pos_f1"] - 0.03
 
 
 def _reproduce(args):
