@@ -23,6 +23,12 @@ __all__ = ["train_main", "eval_main", "infer_main", "list_main", "show_main", "r
 
 USER_ERRORS = (ConfigError, CheckpointError, TrainingError, DataLoaderError, DeviceError, FileNotFoundError,
                CatalogError, FetchError, distributed.DistributedError)
+HEADLINE_METRICS = {  # task -> the metrics `oar list` shows
+    "lexical_analysis": ("seg_f1", "pos_f1", "entity_f1"),
+    "sentiment": ("acc", "macro_f1"),
+    "matching": ("acc", "auc"),
+    "video": ("motion_top1", "top1", "gap"),
+}
 
 
 def _register_everything():
@@ -196,13 +202,17 @@ def format_result(result):
 
 @user_errors
 def list_main(argv=None):
-    """``oar list``: the zoo's models as a table."""
+    """``oar list``: the zoo's models as a table (the headline metrics of each task; ``oar show`` has all)."""
     argparse.ArgumentParser(prog="oar list", description="List the zoo's models.").parse_args(argv)
     from .catalog import cards
     rows = [("name", "task", "metrics", "source")]
     for entry in cards().values():
         metrics = entry.get("metrics") or {}
-        shown = ", ".join(f"{k} {v}" for k, v in metrics.items() if k != "split") or "-"
+        keys = [k for k in HEADLINE_METRICS.get(entry["task"], ()) if k in metrics] or \
+            [k for k in metrics if k != "split"]
+        shown = ", ".join(f"{k} {metrics[k]}" for k in keys) or "-"
+        if keys and "split" in metrics:
+            shown += f" ({metrics['split']})"
         rows.append((entry["name"], entry["task"], shown, entry.get("source", "-")))
     widths = [max(len(str(r[i])) for r in rows) for i in range(3)]
     for row in rows:
