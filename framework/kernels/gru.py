@@ -28,7 +28,9 @@ CuPy version runs the same math as ``ElementwiseKernel``s between the same
 GEMMs. The sigmoid is ``0.5 * tanh(z / 2) + 0.5``, with the halving folded into
 the inputs: ``x_ur`` and ``w_ur`` are scaled by 0.5 once per call (exact in
 binary floating point). The backward pass computes every factor that does not
-depend on the incoming gradient for all steps at once, before its loop.
+depend on the incoming gradient for all steps at once, before its loop. On the
+GPU the whole loop is one kernel launch when the state fits a block's shared
+memory (:mod:`framework.kernels.recurrent_cuda`); the step loop is the fallback.
 """
 import functools
 import itertools
@@ -36,6 +38,7 @@ import itertools
 import numpy
 
 from .. import backend
+from .recurrent_cuda import gru_backward_sequence, gru_forward_sequence, rows_per_block
 
 __all__ = ["gru_forward", "gru_backward"]
 
@@ -58,7 +61,10 @@ def gru_forward(x_ur, x_c, active, w_ur, w_c, h0, origin_mode=False):
     ur = xp.zeros_like(x_ur)
     c = xp.zeros_like(x_c)
     reset_h = xp.zeros_like(x_c)
-    loop = _forward_numpy if xp is numpy else _forward_cupy
+    if xp is numpy:
+        loop = _forward_numpy
+    else:
+        loop = gru_forward_sequence if rows_per_block("oar_gru_forward", d, x_c.itemsize) else _forward_cupy
     loop(x_ur, x_c, active, w_ur * 0.5, w_c, bool(origin_mode), states, ur, c, reset_h)
     return states, ur, c, reset_h
 
@@ -79,8 +85,13 @@ def gru_backward(states, ur, c, reset_h, active, w_ur, w_c, grad_states, grad_la
     grad_ur = xp.zeros_like(ur)
     grad_c = xp.zeros_like(c)
     grad_h = grad_last.copy()                 # dL/d(state carried out of step t), for the active rows
-    loop = _backward_numpy if xp is numpy else _backward_cupy
-    loop(grad_states, factors, ur[..., d:], active, w_ur.swapaxes(1, 2), w_c.swapaxes(1, 2), grad_ur, grad_c, grad_h)
+    if xp is not numpy and rows_per_block("oar_gru_backward", d, c.itemsize):
+        gru_backward_sequence(grad_states, factors, ur, active, w_ur.swapaxes(1, 2), w_c.swapaxes(1, 2), grad_ur,
+                              grad_c, grad_h)
+    else:
+        loop = _backward_numpy if xp is numpy else _backward_cupy
+        loop(grad_states, factors, ur[..., d:], active, w_ur.swapaxes(1, 2), w_c.swapaxes(1, 2), grad_ur, grad_c,
+             grad_h)
     rows = num_steps * n                      # weight gradients: one GEMM per run over all steps and rows
 
     def run_major(a):

@@ -16,6 +16,9 @@ unchanged, so the last states are each sequence's own final states.
 
 Each step does one GEMM into a preallocated buffer; the elementwise cell math
 is a NumPy function or a CuPy ``ElementwiseKernel`` with the same signature.
+On the GPU the whole loop is one kernel launch when the state fits a block's
+shared memory (:mod:`framework.kernels.recurrent_cuda`); the step loop is the
+fallback.
 """
 import functools
 import types
@@ -24,6 +27,7 @@ import numpy
 
 from .. import backend
 from .activations import sigmoid_inplace
+from .recurrent_cuda import lstm_backward_sequence, lstm_forward_sequence, rows_per_block
 
 __all__ = ["lstm_forward", "lstm_backward"]
 
@@ -44,6 +48,9 @@ def lstm_forward(x, mask, w, h0, c0):
     cells = xp.empty_like(hidden)
     hidden[0], cells[0] = h0, c0
     gates = xp.empty_like(x)
+    if xp is not numpy and rows_per_block("oar_lstm_forward", d, x.itemsize):
+        lstm_forward_sequence(x, mask, w, hidden, cells, gates)
+        return hidden, cells, gates
     for t in range(num_steps):
         xp.matmul(hidden[t], w, out=gates[t])
         steps.cell(x[t], gates[t], hidden[t], cells[t], mask[t], hidden[t + 1], cells[t + 1])
@@ -63,11 +70,14 @@ def lstm_backward(hidden, cells, gates, mask, w, grad_hidden, grad_last_h, grad_
     grad_x = xp.empty_like(gates)
     grad_h = grad_last_h.copy()     # gradients w.r.t. the states carried out of step t
     grad_c = grad_last_c.copy()
-    grad_h_from_gates = xp.empty_like(grad_h)
-    for t in range(gates.shape[0] - 1, -1, -1):
-        steps.cell_grad(grad_hidden[t], mask[t], gates[t], cells[t], cells[t + 1], grad_x[t], grad_h, grad_c)
-        xp.matmul(grad_x[t], w.T, out=grad_h_from_gates)
-        grad_h += grad_h_from_gates
+    if xp is not numpy and rows_per_block("oar_lstm_backward", grad_h.shape[1], gates.itemsize):
+        lstm_backward_sequence(grad_hidden, mask, gates, cells, w, grad_x, grad_h, grad_c)
+    else:
+        grad_h_from_gates = xp.empty_like(grad_h)
+        for t in range(gates.shape[0] - 1, -1, -1):
+            steps.cell_grad(grad_hidden[t], mask[t], gates[t], cells[t], cells[t + 1], grad_x[t], grad_h, grad_c)
+            xp.matmul(grad_x[t], w.T, out=grad_h_from_gates)
+            grad_h += grad_h_from_gates
     grad_w = xp.tensordot(hidden[:-1], grad_x, axes=([0, 1], [0, 1]))
     return grad_x, grad_w, grad_h, grad_c
 
