@@ -8,6 +8,11 @@ order and the file itself is merged on top:
 - dicts merge key by key, recursively; lists and scalars replace;
 - ``_delete_: true`` inside a dict replaces the inherited dict outright.
 
+A string value that is exactly ``"${section.key}"`` is a reference: after the
+overrides it is replaced by the value at that dotted key path (so a file named
+once, e.g. ``data.train.path``, can feed the task too, and one ``-o`` changes
+both). Quote references in YAML flow mappings (``{corpus: "${data.train.path}"}``).
+
 :func:`load_config` returns a plain dict; ``cfg["_source_"]`` holds the path of
 the top file (as given), for error messages. Every error is a
 :class:`ConfigError` whose message is one line saying what is wrong and where.
@@ -23,11 +28,12 @@ import re
 
 import yaml
 
-__all__ = ["ConfigError", "SOURCE_KEY", "load_config", "merge", "parse_overrides", "apply_overrides", "dump_config",
-           "check_keys", "check_type", "signature_keys", "location"]
+__all__ = ["ConfigError", "SOURCE_KEY", "load_config", "merge", "parse_overrides", "apply_overrides",
+           "resolve_references", "dump_config", "check_keys", "check_type", "signature_keys", "location"]
 
 SOURCE_KEY = "_source_"
 _FLOAT_WITHOUT_DOT = re.compile(r"^[-+]?\d+[eE][-+]?\d+$")
+_REFERENCE = re.compile(r"^\$\{\s*([^${}\s]+)\s*\}$")
 _TYPE_WORDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string",
                list: "a list", dict: "a mapping", type(None): "null"}
 
@@ -39,12 +45,14 @@ class ConfigError(ValueError):
 def load_config(path, overrides=None):
     """Load the YAML config at ``path`` with its ``_base_`` chain, then apply ``overrides``.
 
-    ``overrides`` is a list of ``"dotted.key=value"`` strings (see :func:`parse_overrides`).
+    ``overrides`` is a list of ``"dotted.key=value"`` strings (see :func:`parse_overrides`);
+    ``"${a.b}"`` references are resolved after them (:func:`resolve_references`).
     Returns a plain dict with ``"_source_"`` set to ``path``.
     """
     cfg = _load_file(os.fspath(path), chain=(), referrer=None)
     if overrides:
         cfg = apply_overrides(cfg, overrides)
+    cfg = resolve_references(cfg, os.fspath(path))
     cfg[SOURCE_KEY] = os.fspath(path)
     return cfg
 
@@ -169,6 +177,35 @@ def apply_overrides(cfg, overrides):
                 path = ".".join(parents[:depth + 1])
                 raise ConfigError(f"override '{item}': '{path}' holds {node!r}, not a mapping of keys")
     return merge(cfg, parse_overrides(overrides))
+
+
+def resolve_references(cfg, source="<config>"):
+    """A copy of ``cfg`` with every string value ``"${a.b.c}"`` replaced by the value at key path ``a.b.c``.
+
+    References may point at dicts, lists or other references; a reference to a
+    missing key or a cycle of references is a ConfigError naming the key that
+    holds it and ``source`` (the config file).
+    """
+    def lookup(target, holder, chain):
+        if target in chain:
+            raise ConfigError(f"{source}: references form a cycle: {' -> '.join(chain + (target,))}")
+        node = cfg
+        for depth, part in enumerate(target.split(".")):
+            if not isinstance(node, dict) or part not in node:
+                raise ConfigError(f"{source}: '{holder}' refers to '${{{target}}}', but the config has no "
+                                  f"'{'.'.join(target.split('.')[:depth + 1])}'")
+            node = node[part]
+        return resolve(node, target, chain + (target,))
+
+    def resolve(value, where, chain):
+        if isinstance(value, dict):
+            return {k: resolve(v, f"{where}.{k}" if where else str(k), chain) for k, v in value.items()}
+        if isinstance(value, list):
+            return [resolve(v, f"{where}[{i}]", chain) for i, v in enumerate(value)]
+        match = _REFERENCE.match(value) if isinstance(value, str) else None
+        return copy.deepcopy(lookup(match.group(1), where, chain)) if match else value
+
+    return resolve(cfg, "", ())
 
 
 def dump_config(cfg, path):

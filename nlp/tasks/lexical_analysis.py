@@ -28,6 +28,7 @@ stays bounded for any input size.
 import numpy
 
 from framework import backend, no_grad, to_tensor
+from framework.config import ConfigError
 from framework.engine import Task
 from framework.engine.task import to_tensors
 from framework.engine.metrics import to_numpy
@@ -35,7 +36,7 @@ from framework.io import SequenceCollator
 from framework.nn import functional as F
 from framework.registry import TASKS
 
-from nlp.data.peoples_daily import TAGSET as PEOPLES_DAILY_TAGSET
+from nlp.data.peoples_daily import TAGSET as PEOPLES_DAILY_TAGSET, file_tagset
 from nlp.data.text import split_points
 from nlp.data.vocab import TagSet, Vocab
 from nlp.lac.customization import Customization, load_customization
@@ -77,6 +78,9 @@ class LexicalAnalysis(Task):
         vocab_file: a saved character :class:`~nlp.data.vocab.Vocab`; builds a
             :class:`~nlp.lac.preprocess.CharPreprocessor` when ``preprocessor`` is None.
         tag_file: a saved :class:`~nlp.data.vocab.TagSet`, read when ``tag_names`` is None.
+        tagged_file: a user's ``word/TAG`` training file; its tag set
+            (:func:`nlp.data.peoples_daily.file_tagset`, as the dataset's ``path=`` option builds it) gives
+            the tag names when ``tag_names`` and ``tag_file`` are None.
         customization: a :class:`~nlp.lac.customization.Customization`, or the path of a user dictionary.
         batch_size: texts per forward pass in :meth:`predict_raw`.
         max_chunk_len: longest text (characters) tagged in one piece by :meth:`predict_raw`.
@@ -91,7 +95,7 @@ class LexicalAnalysis(Task):
     """
 
     def __init__(self, model, preprocessor=None, tag_names=None, vocab_file: str = None, tag_file: str = None,
-                 customization=None, batch_size: int = 64, max_chunk_len: int = 10000,
+                 tagged_file: str = None, customization=None, batch_size: int = 64, max_chunk_len: int = 10000,
                  max_batch_tokens: int = 8192, constrain_decoding: bool = False, metrics=None):
         if min(batch_size, max_chunk_len, max_batch_tokens) < 1:
             raise ValueError(f"LexicalAnalysis: batch_size, max_chunk_len and max_batch_tokens must be >= 1, "
@@ -99,8 +103,15 @@ class LexicalAnalysis(Task):
         self.model = model
         if preprocessor is None and vocab_file:
             preprocessor = CharPreprocessor(Vocab.load(vocab_file))
-        if tag_names is None and tag_file:
-            tag_names = TagSet.load(tag_file).names
+        source = None
+        if tag_names is None and (tag_file or tagged_file):
+            source = tag_file or tagged_file
+            tag_names = TagSet.load(tag_file).names if tag_file else file_tagset(tagged_file).names
+        num_tags = getattr(model, "num_tags", None)
+        if tag_names is not None and num_tags is not None and len(tag_names) != num_tags:
+            origin = f" (the tag set of {source})" if source else ""
+            raise ConfigError(f"LexicalAnalysis: {len(tag_names)} tag names{origin} but the model has "
+                              f"num_tags={num_tags}; set model.num_tags: {len(tag_names)}")
         self.preprocessor = preprocessor
         self.tag_names = list(tag_names) if tag_names is not None else None
         if isinstance(customization, str):

@@ -189,3 +189,29 @@ def test_dump_config_round_trips(chain, tmp_path):
     again = load_config(out)
     assert {k: v for k, v in again.items() if k != "_source_"} == {k: v for k, v in cfg.items() if k != "_source_"}
     assert "_source_" not in out.read_text()
+
+
+def test_references_follow_overrides_and_copy_values(tmp_path):
+    path = _write(tmp_path, "refs.yaml", """
+        data:
+          train: {path: a.tsv, sizes: [1, 2]}
+          eval: {path: "${data.train.path}", sizes: "${data.train.sizes}"}
+        task: {corpus: "${data.eval.path}", note: "not ${data.train.path} alone"}
+        """)
+    cfg = load_config(path)
+    assert cfg["task"] == {"corpus": "a.tsv", "note": "not ${data.train.path} alone"}
+    assert cfg["data"]["eval"]["sizes"] == [1, 2] and cfg["data"]["eval"]["sizes"] is not cfg["data"]["train"]["sizes"]
+    assert load_config(path, ["data.train.path=mine.tsv"])["task"]["corpus"] == "mine.tsv"
+
+
+@pytest.mark.parametrize("text, words", [
+    ("task: {corpus: '${data.train.path}'}\ndata: {train: {}}\n", "'task.corpus' refers to '${data.train.path}', "
+                                                                  "but the config has no 'data.train.path'"),
+    ("a: {x: '${b.y}'}\nb: {y: '${a.x}'}\n", "references form a cycle: b.y -> a.x -> b.y"),
+])
+def test_bad_references_name_the_key(tmp_path, text, words):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match="bad.yaml") as err:
+        load_config(path)
+    assert words in str(err.value)
