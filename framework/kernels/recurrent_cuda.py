@@ -44,6 +44,29 @@ __device__ __forceinline__ void row_dot(const T* vec, const T* __restrict__ w, i
         for (int r = 0; r < ROWS; ++r) acc[r] += vec[r * D + k] * wk;
     }
 }
+
+// len[r] = steps of row row0 + r (0 past N); returns the block's most steps.
+__device__ __forceinline__ int row_lengths(const int* __restrict__ lengths, int row0, int N, int* len) {
+    int steps = 0;
+    #pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+        len[r] = row0 + r < N ? lengths[row0 + r] : 0;
+        steps = max(steps, len[r]);
+    }
+    return steps;
+}
+
+// dst (ROWS, D) in shared memory <- rows row0 .. row0 + ROWS - 1 of src (N, D), 0 past N.
+__device__ __forceinline__ void load_rows(T* dst, const T* __restrict__ src, int row0, int N, int D) {
+    for (int i = threadIdx.x; i < ROWS * D; i += blockDim.x)
+        dst[i] = row0 + i / D < N ? src[(long long)row0 * D + i] : T(0);
+}
+
+// rows row0 .. of dst (N, D) <- src (ROWS, D) in shared memory, rows past N skipped.
+__device__ __forceinline__ void store_rows(T* __restrict__ dst, const T* src, int row0, int N, int D) {
+    for (int i = threadIdx.x; i < ROWS * D; i += blockDim.x)
+        if (row0 + i / D < N) dst[(long long)row0 * D + i] = src[i];
+}
 """
 
 _GRU = r"""
@@ -62,16 +85,8 @@ extern "C" __global__ void oar_gru_forward(
     const T* wur = w_ur + (long long)s * D * D2;
     const T* wc = w_c + (long long)s * D * D;
     int len[ROWS];
-    int steps = 0;
-    #pragma unroll
-    for (int r = 0; r < ROWS; ++r) {
-        len[r] = row0 + r < N ? lengths[row0 + r] : 0;
-        steps = max(steps, len[r]);
-    }
-    for (int i = threadIdx.x; i < ROWS * D; i += blockDim.x) {
-        const int r = i / D, k = i % D;
-        h[i] = row0 + r < N ? states[((long long)s * N + row0 + r) * D + k] : T(0);
-    }
+    const int steps = row_lengths(lengths, row0, N, len);
+    load_rows(h, states + (long long)s * N * D, row0, N, D);
     __syncthreads();
     for (int t = 0; t < steps; ++t) {
         const long long base = ((long long)t * S + s) * N + row0;     // row index of (t, s, row0)
@@ -131,16 +146,8 @@ extern "C" __global__ void oar_gru_backward(
     const T* wurt = w_ur_t + (long long)s * D2 * D;
     const T* wct = w_c_t + (long long)s * D * D;
     int len[ROWS];
-    int steps = 0;
-    #pragma unroll
-    for (int r = 0; r < ROWS; ++r) {
-        len[r] = row0 + r < N ? lengths[row0 + r] : 0;
-        steps = max(steps, len[r]);
-    }
-    for (int i = threadIdx.x; i < ROWS * D; i += blockDim.x) {
-        const int r = i / D, k = i % D;
-        g[i] = row0 + r < N ? grad_h[((long long)s * N + row0 + r) * D + k] : T(0);
-    }
+    const int steps = row_lengths(lengths, row0, N, len);
+    load_rows(g, grad_h + (long long)s * N * D, row0, N, D);
     __syncthreads();
     for (int t = steps - 1; t >= 0; --t) {
         const long long base = ((long long)t * S + s) * N + row0;
@@ -189,10 +196,7 @@ extern "C" __global__ void oar_gru_backward(
         }
         __syncthreads();
     }
-    for (int i = threadIdx.x; i < ROWS * D; i += blockDim.x) {
-        const int r = i / D, k = i % D;
-        if (row0 + r < N) grad_h[((long long)s * N + row0 + r) * D + k] = g[i];
-    }
+    store_rows(grad_h + (long long)s * N * D, g, row0, N, D);
 }
 """
 
@@ -207,12 +211,8 @@ extern "C" __global__ void oar_lstm_forward(
     T* c = h + ROWS * D;                               // (ROWS, D)
     T* a = c + ROWS * D;                               // (ROWS, 4D) activated gates of this step
     const int row0 = blockIdx.x * ROWS, D4 = 4 * D;
-    for (int i = threadIdx.x; i < ROWS * D; i += blockDim.x) {
-        const int r = i / D;
-        const bool real = row0 + r < N;
-        h[i] = real ? hidden[(long long)row0 * D + i] : T(0);
-        c[i] = real ? cells[(long long)row0 * D + i] : T(0);
-    }
+    load_rows(h, hidden, row0, N, D);
+    load_rows(c, cells, row0, N, D);
     __syncthreads();
     for (int t = 0; t < steps; ++t) {
         const long long base = (long long)t * N + row0;
@@ -262,12 +262,8 @@ extern "C" __global__ void oar_lstm_backward(
     T* gc = gh + ROWS * D;                             // (ROWS, D)
     T* gx = gc + ROWS * D;                             // (ROWS, 4D)
     const int row0 = blockIdx.x * ROWS, D4 = 4 * D;
-    for (int i = threadIdx.x; i < ROWS * D; i += blockDim.x) {
-        const int r = i / D;
-        const bool real = row0 + r < N;
-        gh[i] = real ? grad_h[(long long)row0 * D + i] : T(0);
-        gc[i] = real ? grad_c[(long long)row0 * D + i] : T(0);
-    }
+    load_rows(gh, grad_h, row0, N, D);
+    load_rows(gc, grad_c, row0, N, D);
     __syncthreads();
     for (int t = steps - 1; t >= 0; --t) {
         const long long base = (long long)t * N + row0;
@@ -313,13 +309,8 @@ extern "C" __global__ void oar_lstm_backward(
         }
         __syncthreads();
     }
-    for (int i = threadIdx.x; i < ROWS * D; i += blockDim.x) {
-        const int r = i / D;
-        if (row0 + r < N) {
-            grad_h[(long long)row0 * D + i] = gh[i];
-            grad_c[(long long)row0 * D + i] = gc[i];
-        }
-    }
+    store_rows(grad_h, gh, row0, N, D);
+    store_rows(grad_c, gc, row0, N, D);
 }
 """
 
