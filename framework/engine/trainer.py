@@ -124,7 +124,8 @@ class Trainer:
         scheduler: optional ``framework.optimizer.lr.LRScheduler``, stepped every
             epoch (``lr_step="epoch"``) or every step (``"step"``).
         epochs / max_steps: stop after this many epochs, or steps (either may be None).
-        eval_every: evaluate every N steps; None evaluates at the end of each epoch.
+        eval_every: evaluate every N steps, and once more after the last step when it is not a multiple of N;
+            None evaluates at the end of each epoch.
         metric / metric_mode: name of the metric that chooses ``best.npz`` and
             its direction ("max" or "min"); default: the first metric computed.
         early_stop: stop after this many evaluations without improvement.
@@ -264,11 +265,16 @@ class Trainer:
                     self.save("last.npz")
             if stopped_early:
                 break
+        if self.eval_every and not stopped_early and not self._evaluated_at_this_step():
+            stopped_early = self._evaluate_and_save()    # the steps after the last multiple of eval_every
         if self.output_dir and not stopped_early:
             self.save("last.npz")
         return {"epoch": state["epoch"], "step": state["step"], "best": state["best"],
                 "best_step": state["best_step"], "stopped_early": stopped_early, "history": self.history,
                 "skipped_steps": state["skipped_steps"]}
+
+    def _evaluated_at_this_step(self):
+        return bool(self.history) and self.history[-1]["step"] == self.state["step"]
 
     def _budget_done(self):
         return self.max_steps is not None and self.state["step"] >= self.max_steps

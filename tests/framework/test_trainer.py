@@ -65,6 +65,14 @@ def test_best_checkpoint_holds_the_best_evaluation(tmp_path):
     assert metrics["acc"] == pytest.approx(best["acc"])
 
 
+def test_steps_after_the_last_multiple_of_eval_every_are_evaluated(tmp_path):
+    """512 samples / 32 = 16 steps an epoch; 3 epochs with eval_every=5 evaluate at 5 … 45 and at 48."""
+    runner.train(_cfg("train.epochs=3", "train.eval_every=5"), output_dir=str(tmp_path), progress=False)
+    steps = [json.loads(line)["step"] for line in open(tmp_path / "metrics.jsonl")]
+    assert steps == [5, 10, 15, 20, 25, 30, 35, 40, 45, 48]
+    assert int(load_checkpoint(tmp_path / "last.npz")["trainer"]["step"]) == 48
+
+
 class _Constant(Metric):
     def reset(self):
         pass
