@@ -26,6 +26,7 @@ import numpy
 
 from framework.engine.metrics import Metric, to_numpy
 from framework.registry import METRICS
+from vision.metrics import label_ranks
 
 __all__ = ["topk_accuracy", "mean_class_accuracy", "gap", "hit_at_one", "perr", "mean_ap", "MeanClassAccuracy",
            "YouTube8MMetrics"]
@@ -67,20 +68,13 @@ def _ranking(scores, axis=1):
     return numpy.argsort(-scores, axis=axis, kind="stable")
 
 
-def _label_ranks(scores, labels):
-    """The rank (0 = best) of each video's label among its classes: (N,) int64."""
-    own = scores[numpy.arange(len(labels)), labels][:, None]
-    earlier = numpy.arange(scores.shape[1])[None, :] < labels[:, None]
-    return ((scores > own) | ((scores == own) & earlier)).sum(axis=1)
-
-
 def topk_accuracy(scores, labels, k=(1, 5)):
     """Fractions of videos whose label is among their ``k`` highest scores: a list, one float per k.
 
     Shapes: scores (N, C), labels (N,) class ids.
     """
     scores = _scores(scores, "topk_accuracy")
-    ranks = _label_ranks(scores, _class_ids(labels, scores, "topk_accuracy"))
+    ranks = label_ranks(scores, _class_ids(labels, scores, "topk_accuracy"))
     return [float((ranks < int(kk)).mean()) if len(ranks) else 0.0 for kk in k]
 
 
@@ -91,7 +85,7 @@ def mean_class_accuracy(scores, labels):
     """
     scores = _scores(scores, "mean_class_accuracy")
     labels = _class_ids(labels, scores, "mean_class_accuracy")
-    correct = _label_ranks(scores, labels) == 0
+    correct = label_ranks(scores, labels) == 0
     present = numpy.unique(labels)
     if not present.size:
         return 0.0

@@ -4,7 +4,18 @@ import numpy
 from framework.engine.metrics import Metric, to_numpy
 from framework.registry import METRICS
 
-__all__ = ["TopKAccuracy"]
+__all__ = ["TopKAccuracy", "label_ranks"]
+
+
+def label_ranks(scores, labels):
+    """The rank (0 = best) of each example's label among its classes: (N,) int64.
+
+    Shapes: scores (N, C), labels (N,) class ids. Ties go in class-index order (as a stable
+    sort of the scores would place them), so constant scores rank only class 0 first.
+    """
+    own = scores[numpy.arange(len(labels)), labels][:, None]
+    earlier = numpy.arange(scores.shape[1])[None, :] < labels[:, None]
+    return ((scores > own) | ((scores == own) & earlier)).sum(axis=1)
 
 
 @METRICS.register()
@@ -12,8 +23,8 @@ class TopKAccuracy(Metric):
     """Fraction of examples whose label is among the ``k`` highest scores, for each ``k``.
 
     Reads ``outputs[score_key]`` (N, K) scores and ``batch[label_key]`` (N,) ids;
-    ``compute()`` gives ``{"top1": …, "top5": …}``. Ties with the label's
-    score count in its favour. A ``k`` at or above the
+    ``compute()`` gives ``{"top1": …, "top5": …}``. Tied scores rank in
+    class-index order (:func:`label_ranks`). A ``k`` at or above the
     number of classes counts every example as correct (never an error on a
     2-class problem).
     """
@@ -36,9 +47,7 @@ class TopKAccuracy(Metric):
         labels = to_numpy(batch[self.label_key]).reshape(-1)
         if scores.ndim != 2 or scores.shape[0] != labels.size:
             raise ValueError(f"TopKAccuracy: scores {scores.shape} must be (N, classes) for {labels.size} labels")
-        # rank of the label = how many classes score strictly higher
-        label_scores = scores[numpy.arange(labels.size), labels]
-        rank = (scores > label_scores[:, None]).sum(axis=1)
+        rank = label_ranks(scores, labels)
         self.correct += (rank[None, :] < numpy.array(self.topk)[:, None]).sum(axis=1)
         self.total += int(labels.size)
 

@@ -53,14 +53,17 @@ def test_class_names_must_fit_the_model():
 
 def test_top_k_accuracy_values_and_merging():
     scores = numpy.array([[0.1, 0.5, 0.4], [0.8, 0.1, 0.1], [0.2, 0.3, 0.5], [0.4, 0.4, 0.2]])
-    labels = numpy.array([2, 0, 0, 1])  # ranks 1, 0, 2, 0 (a tie counts for the label)
+    labels = numpy.array([2, 0, 0, 1])  # ranks 1, 0, 2, 1 (the tie 0.4 goes to the lower class 0)
     metric = TopKAccuracy(topk=[1, 2, 5])
     metric.update({"prob": scores}, {"label": labels})
-    assert metric.compute() == {"top1": 0.5, "top2": 0.75, "top5": 1.0}
+    assert metric.compute() == {"top1": 0.25, "top2": 0.75, "top5": 1.0}
+    constant = TopKAccuracy(topk=[1])
+    constant.update({"prob": numpy.full((3, 4), 0.25)}, {"label": numpy.array([0, 1, 3])})
+    assert constant.compute() == {"top1": pytest.approx(1 / 3)}          # constant scores are not all right
     other = TopKAccuracy(topk=[1, 2, 5])
     other.update({"prob": scores[:1]}, {"label": numpy.array([1])})
     merged = TopKAccuracy(topk=[1, 2, 5])
     merged.set_state({k: metric.state()[k] + other.state()[k] for k in metric.counters})
-    assert merged.compute() == {"top1": 3 / 5, "top2": 4 / 5, "top5": 1.0}
+    assert merged.compute() == {"top1": 2 / 5, "top2": 4 / 5, "top5": 1.0}
     with pytest.raises(ValueError, match="must be \\(N, classes\\) for 3 labels"):
         metric.update({"prob": scores}, {"label": labels[:3]})
