@@ -1,7 +1,7 @@
 """Extract per-frame features of every video in a list file (the YouTube-8M-style feature dataset).
 
 ``python tools/extract_features.py --list motion_train.txt --out features/ --model resnet18
-[--weights W.npz [--weights_prefix backbone.]] [--num_frames 16] [--size 112]``
+[--model_args '{"base_channels": 16}'] [--weights W.npz [--weights_prefix backbone.]] [--num_frames 16] [--size 112]``
 
 Runs the image backbone ``--model`` (a registered model built with
 ``num_classes=0``, so its output is the pooled feature) over ``--num_frames``
@@ -33,6 +33,8 @@ def main(argv=None):
     parser.add_argument("--out", required=True, help="output folder")
     parser.add_argument("--class_names", help="class-names file, when labels are written as names")
     parser.add_argument("--model", default="resnet18", help="registered backbone (default resnet18)")
+    parser.add_argument("--model_args", type=json.loads, default={},
+                        help='more arguments of the backbone as JSON, e.g. \'{"base_channels": 16}\'')
     parser.add_argument("--weights", help="weights file or training checkpoint for the backbone")
     parser.add_argument("--weights_prefix", default="", help="use only weights under this prefix (e.g. backbone.)")
     parser.add_argument("--num_frames", type=int, default=16, help="frames per video, spread evenly; 0 = all")
@@ -47,7 +49,9 @@ def main(argv=None):
     names = read_class_names(args.class_names) if args.class_names else None
     entries = read_list_file(args.list, multi_label=True, class_names=names)
     root = args.root or os.path.dirname(os.path.abspath(args.list))
-    model = MODELS.build({"type": args.model, "num_classes": 0}, where="--model")
+    if not isinstance(args.model_args, dict):
+        parser.error(f"--model_args must be a JSON object, got {args.model_args!r}")
+    model = MODELS.build({**args.model_args, "type": args.model, "num_classes": 0}, where="--model/--model_args")
     if args.weights:
         state = read_weights(args.weights)
         if args.weights_prefix:

@@ -37,6 +37,14 @@ def test_generate_then_extract_features(tmp_path):
     name, labels = lines[0].split()
     assert len(lines) == 8 and "," in labels
     assert numpy.load(tmp_path / "f" / "rgb" / f"{name}.npy").shape == (3, 512)
+    narrow = _run("extract_features", "--list", str(out / "multilabel_dev.txt"), "--out", str(tmp_path / "g"),
+                  "--model", "resnet18", "--model_args", '{"base_channels": 8}', "--num_frames", "2", "--size", "32")
+    assert narrow.returncode == 0, narrow.stderr
+    name = (tmp_path / "g" / "multilabel_dev.txt").read_text().split()[0]
+    assert numpy.load(tmp_path / "g" / "rgb" / f"{name}.npy").shape == (2, 64)      # 8 * 8 channels
+    bad = _run("extract_features", "--list", str(out / "multilabel_dev.txt"), "--out", str(tmp_path / "h"),
+               "--model_args", "[8]")
+    assert bad.returncode == 2 and "--model_args must be a JSON object" in bad.stderr
 
 
 def test_bad_generator_ranges_are_reported(tmp_path):
