@@ -17,15 +17,14 @@ import time
 
 import numpy
 
-from framework import load, no_grad, save
+from framework import no_grad
 from framework.config import load_config
-from framework.engine import runner, to_tensors
-from framework.fetch import sha256_of
+from framework.engine import export_weights, runner, to_tensors
 
 from .data.synthetic import MOTIONS, REVERSE_PAIRS
 from .tasks.common import pair_collapsed_accuracy, per_pair_accuracy
 
-__all__ = ["FRAME_MODELS", "BACKBONE_FROM", "MULTI_VIEW_CLIPS", "OTHER_RENDERING", "export_weights", "multi_view", "other_rendering", "test_scores", "motion_metrics", "run_frame_model",
+__all__ = ["FRAME_MODELS", "BACKBONE_FROM", "MULTI_VIEW_CLIPS", "OTHER_RENDERING", "multi_view", "other_rendering", "test_scores", "motion_metrics", "run_frame_model",
            "confusion_matrix", "save_confusion_png", "results_table", "run"]
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -43,17 +42,6 @@ _COLUMNS = [("model", "model"), ("motion_top1", "motion top-1"), ("motion_top1_m
             ("pair_collapsed_acc", "pair-collapsed"), ("inside_pairs", "inside pairs"),
             ("motion_top1_other_rendering", "top-1 other rendering"), ("shape_acc", "shape acc"),
             ("gap", "GAP"), ("hit_at_1", "Hit@1"), ("perr", "PERR"), ("train_minutes", "train min")]
-
-
-def export_weights(checkpoint, path):
-    """Write the model weights of ``checkpoint`` as float16 to ``path`` (``{"model": state}``, loadable by
-    ``--checkpoint`` and the zoo); returns the file's sha256."""
-    state = load(checkpoint)["model"]
-    half = {k: numpy.asarray(v).astype(numpy.float16) if numpy.asarray(v).dtype.kind == "f" else v
-            for k, v in state.items()}
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    save({"model": half}, path)
-    return sha256_of(path)
 
 
 def multi_view(cfg, split="test", clips=MULTI_VIEW_CLIPS):

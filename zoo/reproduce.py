@@ -1,4 +1,4 @@
-"""``oar reproduce NAME|nlp|senta|video|all``: retrain and re-measure the models behind the cards.
+"""``oar reproduce NAME|nlp|senta|simnet|video|all``: retrain and re-measure the models behind the cards.
 
 For a card with a ``config``, reproduce trains it (``framework.engine.runner``),
 evaluates the best checkpoint on the card's split, writes the model weights as
@@ -11,7 +11,8 @@ block's name when it is not the card's, and ``"models"``, ``{name: {"metrics",
 "weights"}}`` of other cards the same run measured: those cards are updated too
 and not run again in the same ``reproduce``); it can reuse
 :func:`train_and_measure` and :func:`destination`. ``oar reproduce senta``
-runs the sentiment cards (one procedure trains the whole Senta family).
+runs the sentiment cards (one procedure trains the whole Senta family),
+``oar reproduce simnet`` the matching cards (one procedure trains all eight SimNet models).
 
 With ``--dry_run`` nothing in the repository changes: the weights, the other
 exported files, the catalog and RESULTS.md are written under
@@ -25,31 +26,18 @@ import os
 import shutil
 import time
 
-import numpy
-
-import framework
 from framework.config import load_config
 from framework.engine import runner
-from framework.engine.checkpoint import load_checkpoint
-from framework.fetch import sha256_of
+from framework.engine.checkpoint import export_weights
 
 from .catalog import CATALOG_PATH, ROOT, CatalogError, cards, write_card
 
-__all__ = ["GROUPS", "RESULTS_PATH", "reproduce", "export_weights", "update_results", "destination",
+__all__ = ["GROUPS", "RESULTS_PATH", "reproduce", "update_results", "destination",
            "train_and_measure", "machine_description"]
 
-GROUPS = {"nlp": ("lexical_analysis", "sentiment", "matching"), "senta": ("sentiment",), "video": ("video",)}
+GROUPS = {"nlp": ("lexical_analysis", "sentiment", "matching"), "senta": ("sentiment",), "simnet": ("matching",),
+          "video": ("video",)}
 RESULTS_PATH = os.path.join(ROOT, "docs", "RESULTS.md")
-
-
-def export_weights(checkpoint, path):
-    """Write the model state of ``checkpoint`` to ``path`` as a weights-only checkpoint ``{"model": …}``
-    in float16 (float arrays only), loadable by ``runner.load_weights``; returns its sha256."""
-    state = load_checkpoint(checkpoint)["model"]
-    half = {k: v.astype(numpy.float16) if v.dtype.kind == "f" else v for k, v in state.items()}
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    framework.save({"model": half}, path)
-    return sha256_of(path)
 
 
 def machine_description():
@@ -151,7 +139,7 @@ def _targets(options):
 
 
 def reproduce(target, options):
-    """Reproduce one card, a group (``nlp``, ``senta``, ``video``) or ``all``; returns the updated cards."""
+    """Reproduce one card, a group (``nlp``, ``senta``, ``simnet``, ``video``) or ``all``; returns the updated cards."""
     table = cards()
     if target == "all":
         chosen = list(table.values())

@@ -8,9 +8,12 @@ A checkpoint is ``framework.save`` of a dict with ``model`` (state dict),
 import json
 import os
 
+import numpy
+
+from ..fetch import sha256_of
 from ..serialization import save, load
 
-__all__ = ["CheckpointError", "save_checkpoint", "load_checkpoint", "restore_model"]
+__all__ = ["CheckpointError", "save_checkpoint", "load_checkpoint", "restore_model", "export_weights"]
 
 
 class CheckpointError(RuntimeError):
@@ -58,3 +61,15 @@ def restore_model(model, state, path):
     except (KeyError, ValueError) as err:
         message = err.args[0] if err.args else str(err)
         raise CheckpointError(f"checkpoint {path} does not fit this model: {message}") from None
+
+
+def export_weights(checkpoint, path, keep_float32=()):
+    """Write the model state of the checkpoint file ``checkpoint`` to ``path`` as shipped weights: a
+    weights-only checkpoint ``{"model": state}`` with float arrays in float16 (except the names in
+    ``keep_float32``, e.g. a decision threshold), loadable wherever a checkpoint is. Returns its sha256."""
+    state = load_checkpoint(checkpoint)["model"]
+    half = {k: v.astype(numpy.float16) if v.dtype.kind == "f" and k not in keep_float32 else v
+            for k, v in state.items()}
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    save({"model": half}, path)
+    return sha256_of(path)

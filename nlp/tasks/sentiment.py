@@ -21,7 +21,7 @@ import numpy
 
 import framework.nn.functional as F
 from framework.config import ConfigError, load_config
-from framework.engine import Task, runner
+from framework.engine import Task, export_weights, runner
 from framework.engine.metrics import Accuracy, Metric, to_numpy
 from framework.fetch import oar_home, sha256_of
 from framework.io.collate import pad_sequences
@@ -212,7 +212,7 @@ def reproduce(names=CHAR_MODELS, config_dir="configs/nlp", output_root="outputs"
     before any evaluation). ``overrides``: ``key=value`` strings applied to
     every config. ``exports``: optional dict name -> path; that model's
     checkpoint is written there as float16 weights
-    (:func:`zoo.reproduce.export_weights`), those weights are the ones scored
+    (:func:`framework.engine.export_weights`), those weights are the ones scored
     and the row gets their ``"sha256"``.
     """
     importlib.import_module("nlp.models.senta")      # registers the models the configs name
@@ -229,7 +229,6 @@ def reproduce(names=CHAR_MODELS, config_dir="configs/nlp", output_root="outputs"
             checkpoint = os.path.join(output_dir, "last.npz")
         row = {"name": name, "input": (cfg["task"].get("tokenizer") or {"type": "char"})["type"]}
         if name in exports:
-            from zoo.reproduce import export_weights
             row["sha256"] = export_weights(checkpoint, exports[name])
             checkpoint = exports[name]
         dev = runner.evaluate_config(cfg, checkpoint, split="eval", device=device)

@@ -15,7 +15,7 @@ import nlp.models.senta  # noqa: F401  (registers the models)
 from nlp.data.tokenizers import CharTokenizer, build_tokenizer
 from nlp.data.vocab import Vocab
 from nlp.tasks.sentiment import MacroF1, SentimentClassification, SentimentCollator, reproduce
-from zoo.reproduce import export_weights
+from framework.engine import export_weights
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CHARS = list("好差很不太书手机质量快慢喜欢推荐失望")
