@@ -11,6 +11,7 @@ import numpy
 import framework
 from framework import nn
 import framework.nn.functional as F
+from framework.timing import best_time
 
 __all__ = ["bench_matmul", "bench_conv2d", "bench_gru", "bench_op_overhead", "run_all"]
 
@@ -21,7 +22,6 @@ RESNET50_3X3 = [  # (batch, channels in = out, height = width)
 
 
 def _best(fn, repeat, warmup=1):
-    from zoo.bench import best_time
     return best_time(fn, repeat=repeat, warmup=warmup)
 
 

@@ -6,29 +6,16 @@ same networks (embedding, bidirectional LSTM or window-3 convolution, max over
 time, tanh head) run beside ours on the same ids. Timings are medians after a
 warm-up; nothing here is asserted.
 """
-import statistics
-import time
-
 import numpy
 
 import framework
 import framework.nn.functional as F
 from framework.optimizer import Adam
+from framework.timing import median_time
 
 from nlp.models.senta import SentaBiLSTM, SentaCNN
 
 __all__ = ["bench_train_step", "run_all"]
-
-
-def _median_seconds(fn, repeat, warmup=1):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def _torch():
@@ -122,13 +109,13 @@ def bench_train_step(kind="bilstm", batch=64, length=100, vocab_size=3707, emb_d
     ids_np, labels_np = _batch_arrays(batch, length, vocab_size)
     sizes = (vocab_size, emb_dim, hidden, hidden2)
     framework.seed(0)
-    seconds = _median_seconds(_oar_step(kind, ids_np, labels_np, *sizes), repeat)
+    seconds = median_time(_oar_step(kind, ids_np, labels_np, *sizes), repeat)
     row = {"model": kind, "batch": batch, "length": length, "emb": emb_dim, "hidden": hidden,
            "oar_step_ms": seconds * 1e3, "oar_samples_per_s": batch / seconds}
     torch = _torch()
     if torch is not None:
         torch.manual_seed(0)
-        torch_seconds = _median_seconds(_torch_step(torch, kind, ids_np, labels_np, *sizes), repeat)
+        torch_seconds = median_time(_torch_step(torch, kind, ids_np, labels_np, *sizes), repeat)
         row.update({"torch_step_ms": torch_seconds * 1e3, "torch_threads": torch.get_num_threads(),
                     "torch_vs_oar": seconds and torch_seconds / seconds})
     return row

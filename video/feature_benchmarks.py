@@ -7,13 +7,13 @@ the same model, with the same sizes, is timed in the same way; ``ratio`` = ours 
 median of ``repeat`` steps after one warm-up step. Results are returned and printed as JSON, never
 asserted.
 """
-import time
 
 import numpy
 
 import framework
 import framework.nn.functional as F
 from framework.registry import MODELS
+from framework.timing import median_time
 
 from .models import attention_cluster, attention_lstm, nextvlad  # noqa: F401  (register the models)
 
@@ -28,16 +28,6 @@ def _batch(batch, frames, seed=0):
     features = [rng.normal(size=(batch, frames, d)).astype(numpy.float32) for d in DIMS]
     labels = (rng.random((batch, CLASSES)) < 0.001).astype(numpy.float32)
     return features, numpy.full(batch, frames, dtype=numpy.int64), labels
-
-
-def _median_time(step, repeat):
-    step()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    return float(numpy.median(times))
 
 
 def bench_ours(name, batch, frames, repeat):
@@ -55,7 +45,7 @@ def bench_ours(name, batch, frames, repeat):
         loss.backward()
         optimizer.step()
         optimizer.clear_grad()
-    return _median_time(step, repeat)
+    return median_time(step, repeat)
 
 
 def _torch_models(torch):
@@ -155,7 +145,7 @@ def bench_torch(name, batch, frames, repeat):
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
-    return _median_time(step, repeat)
+    return median_time(step, repeat)
 
 
 def run_all(quick=False, repeat=3):

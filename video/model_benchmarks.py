@@ -19,7 +19,7 @@ import numpy
 import framework
 import framework.nn.functional as F
 from framework.optimizer import Momentum
-from zoo.bench import best_time
+from framework.timing import best_time
 
 from .models import TSM, TSN
 

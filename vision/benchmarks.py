@@ -21,6 +21,7 @@ import numpy
 
 import framework
 import framework.nn.functional as F
+from framework.timing import best_times
 
 from .models import resnet18, resnet50
 from .torch_reference import torch_resnet
@@ -28,23 +29,6 @@ from .torch_reference import torch_resnet
 __all__ = ["bench_resnet", "profile_resnet", "run_all"]
 
 _BUILDERS = {18: (resnet18, "basic", (2, 2, 2, 2)), 50: (resnet50, "bottleneck", (3, 4, 6, 3))}
-
-
-def _best_time(fn, repeat, warmup=1):
-    """(best wall time, best process CPU time) of ``fn()`` in seconds over ``repeat`` runs after ``warmup``.
-
-    CPU time counts every thread of this process; on a machine shared with
-    other work it is the steadier figure.
-    """
-    for _ in range(warmup):
-        fn()
-    walls, cpus = [], []
-    for _ in range(repeat):
-        wall, cpu = time.perf_counter(), time.process_time()
-        fn()
-        walls.append(time.perf_counter() - wall)
-        cpus.append(time.process_time() - cpu)
-    return min(walls), min(cpus)
 
 
 def _torch():
@@ -100,7 +84,7 @@ def bench_resnet(depth=50, batch=8, size=224, repeat=3):
     row = {"model": f"resnet{depth}", "batch": batch, "size": size}
     times = {}
     for name, fn in zip(("forward", "forward_backward"), _oar_steps(model, x, labels)):
-        times[name] = _best_time(fn, repeat)
+        times[name] = best_times(fn, repeat)
         row[f"oar_{name}_images_per_s"] = batch / times[name][0]
         row[f"oar_{name}_cpu_s"] = times[name][1]
     torch = _torch()
@@ -112,7 +96,7 @@ def bench_resnet(depth=50, batch=8, size=224, repeat=3):
             raise RuntimeError(f"the PyTorch reference does not match resnet{depth}: {result}")
         row["torch_threads"] = torch.get_num_threads()
         for name, fn in zip(("forward", "forward_backward"), _torch_steps(torch, reference, x, labels)):
-            wall, cpu = _best_time(fn, repeat)
+            wall, cpu = best_times(fn, repeat)
             row[f"torch_{name}_images_per_s"] = batch / wall
             row[f"torch_{name}_cpu_s"] = cpu
             row[f"{name}_ratio"] = times[name][0] / wall  # oar time / PyTorch time

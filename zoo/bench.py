@@ -6,26 +6,10 @@ import importlib
 import json
 import os
 import platform
-import time
 
 import numpy
 
-__all__ = ["SUITES", "run", "machine_info", "best_time"]
-
-
-def best_time(fn, repeat=5, warmup=1):
-    """Shortest wall time of ``fn()`` in seconds over ``repeat`` runs after ``warmup`` runs.
-
-    The minimum is the least disturbed by other work on the machine.
-    """
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+__all__ = ["SUITES", "run", "machine_info"]
 
 
 def machine_info():

@@ -37,13 +37,13 @@ import framework
 import framework.nn.functional as F
 from framework import backend
 from framework.optimizer import Adam, Momentum
+from framework.timing import best_time
 from nlp import senta_benchmarks
 from nlp.lac import benchmarks as lac_benchmarks
 from video.model_benchmarks import _torch_model as torch_tsm
 from video.models import TSM, NeXtVLAD
 from video.tasks.feature_recognition import FeatureRecognition
 
-from .bench import best_time
 from .torch_twins import torch_nextvlad
 
 __all__ = ["DATASHEET_PEAK_TFLOPS", "SIZES", "run_all", "bench_lac", "bench_senta", "bench_tsm", "bench_nextvlad",

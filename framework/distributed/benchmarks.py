@@ -20,12 +20,12 @@ counting. Nothing here is asserted.
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
-import time
 
 import numpy
+
+from framework.timing import median_time
 
 __all__ = ["run_all", "bench_allreduce", "bench_step"]
 
@@ -36,15 +36,7 @@ _QUICK_SIZES = (4 * 2 ** 10, 2 ** 20)
 def _timed(fn, repeat, warmup=2):
     """Median seconds of ``fn()`` over ``repeat`` runs, the slowest rank's, after ``warmup`` runs."""
     import framework.distributed as dist
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeat):
-        dist.barrier()
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return max(dist.all_gather_object(statistics.median(times)))
+    return max(dist.all_gather_object(median_time(fn, repeat, warmup, before_each=dist.barrier)))
 
 
 def bench_allreduce(quick=False):

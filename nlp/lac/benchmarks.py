@@ -23,26 +23,14 @@ as this process's CPU time (``time.process_time``): on a shared machine the CPU
 time is the steadier figure, the wall time what a user waits.
 """
 import os
-import time
 
 import numpy
 
-__all__ = ["best_times", "bench_train_step", "bench_inference", "run_all"]
+from framework.timing import best_times
+
+__all__ = ["bench_train_step", "bench_inference", "run_all"]
 
 VOCAB_SIZE, NUM_TAGS = 4034, 85
-
-
-def best_times(fn, repeat=3, warmup=1):
-    """(best wall seconds, best CPU seconds) of ``fn()`` over ``repeat`` runs after ``warmup`` runs."""
-    for _ in range(warmup):
-        fn()
-    walls, cpus = [], []
-    for _ in range(repeat):
-        wall, cpu = time.perf_counter(), time.process_time()
-        fn()
-        cpus.append(time.process_time() - cpu)
-        walls.append(time.perf_counter() - wall)
-    return min(walls), min(cpus)
 
 
 def _rates(count, times, unit):
