@@ -15,6 +15,7 @@ from framework.engine import CheckpointError, TrainingError, runner
 from framework.io import DataLoaderError
 from framework.backend import DeviceError
 from framework.fetch import FetchError
+from nlp.data.text import TextFormatError
 
 from .catalog import CatalogError
 
@@ -22,7 +23,7 @@ __all__ = ["train_main", "eval_main", "infer_main", "list_main", "show_main", "r
            "user_errors", "format_result"]
 
 USER_ERRORS = (ConfigError, CheckpointError, TrainingError, DataLoaderError, DeviceError, FileNotFoundError,
-               CatalogError, FetchError, distributed.DistributedError)
+               CatalogError, FetchError, TextFormatError, distributed.DistributedError)
 HEADLINE_METRICS = {  # task -> the metrics `oar list` shows
     "lexical_analysis": ("seg_f1", "pos_f1", "entity_f1"),
     "sentiment": ("acc", "macro_f1"),
@@ -89,6 +90,24 @@ def _read_inputs(path):
         raise FileNotFoundError(f"input file not found: {path}")
     with open(path, encoding="utf-8") as f:
         return [line.rstrip("\n") for line in f if line.strip()]
+
+
+PATH_TASKS = ("video",)   # card tasks whose inputs are files; the others take text
+
+
+def _check_inputs(entry, inputs, given):
+    """Refuse what ``oar run`` cannot predict on: no inputs, an empty one, or the wrong kind for the card's task."""
+    if not inputs:
+        raise ConfigError(f"{given}: no inputs")
+    empty = [str(i + 1) for i, value in enumerate(inputs) if not str(value).strip()]
+    if empty:
+        raise ConfigError(f"{given}: input {', '.join(empty)} is empty")
+    wants_paths = entry["task"] in PATH_TASKS
+    if wants_paths and given == "--input_text":
+        raise ConfigError(f"{entry['name']} is a {entry['task']} model: give files with --input_path, not text")
+    if not wants_paths and given == "--input_path":
+        raise ConfigError(f"{entry['name']} is a {entry['task']} model: give text with --input_text or "
+                          f"--input_file, not --input_path")
 
 
 def user_errors(main):
@@ -170,10 +189,11 @@ def eval_main(argv=None):
 
 @user_errors
 def infer_main(argv=None):
-    """``oar infer -c CONFIG (--input TEXT … | --input_file FILE) [--output FILE]``: JSON lines out."""
+    """``oar infer -c CONFIG (--input X … | --input_path P … | --input_file FILE) [--output FILE]``: JSON lines out."""
     parser = _parser("Predict on raw inputs; writes one JSON object per input.", checkpoint=True)
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--input", nargs="+", help="inputs given on the command line")
+    source.add_argument("--input", "--input_path", nargs="+", dest="input",
+                        help="inputs given on the command line (texts, or video/image paths)")
     source.add_argument("--input_file", help="a file with one input per line")
     parser.add_argument("--output", help="write JSON lines here instead of stdout")
     args = parser.parse_args(argv)
@@ -246,7 +266,10 @@ def run_main(argv=None):
     parser.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
     args = parser.parse_args(argv)
     from .api import load
+    from .catalog import card
     inputs = _read_inputs(args.input_file) if args.input_file else (args.input_text or args.input_path)
+    _check_inputs(card(args.name), inputs, "--input_path" if args.input_path else "--input_text"
+                  if args.input_text else f"--input_file {args.input_file}")
     task = load(args.name, device=args.device)
     results = task.predict(inputs)
     for result in results:

@@ -32,3 +32,17 @@ def test_unknown_model_and_missing_file_give_one_line():
     assert unknown.returncode == 2 and "did you mean lac" in unknown.stderr
     missing = _oar("run", "lac", "--input_file", "no_such_file.txt")
     assert missing.returncode == 2 and missing.stderr.strip() == "error: input file not found: no_such_file.txt"
+
+
+def test_run_refuses_empty_inputs_and_the_wrong_kind_before_loading(tmp_path):
+    blank = tmp_path / "blank.txt"
+    blank.write_text("\n  \n", encoding="utf-8")
+    cases = [(["senta_bilstm", "--input_text", "好", "  "], "error: --input_text: input 2 is empty"),
+             (["senta_bilstm", "--input_file", str(blank)], f"error: --input_file {blank}: no inputs"),
+             (["senta_bilstm", "--input_path", "clip.mp4"],
+              "error: senta_bilstm is a sentiment model: give text with --input_text or --input_file, not --input_path"),
+             (["tsm_synth", "--input_text", "你好"],
+              "error: tsm_synth is a video model: give files with --input_path, not text")]
+    for argv, message in cases:
+        result = _oar("run", *argv)
+        assert result.returncode == 2 and result.stderr.strip() == message, result.stderr
