@@ -23,20 +23,21 @@ import time
 import numpy
 
 from framework.config import load_config
+from framework import engine
 from framework.engine import runner
-from framework.engine.checkpoint import load_checkpoint
 from framework.fetch import oar_home, sha256_of
-from framework.serialization import save
+from framework.serialization import load
 
 from nlp.data.matching import NEG_TYPES, POSITIVE, MatchingPairs
 from nlp.data.tokenizers import LacWordTokenizer, normalize
 from nlp.metrics_matching import auc, best_threshold, ranking_accuracy
 
-__all__ = ["SIMNET_MODELS", "pair_metrics", "length_artefacts", "word_overlap_peer", "tfidf_peer", "export_weights",
-           "train_and_measure", "split_pairs", "results_table", "reproduce", "summarize"]
+__all__ = ["SIMNET_MODELS", "WEIGHTS_DIR", "pair_metrics", "length_artefacts", "word_overlap_peer", "tfidf_peer",
+           "export_weights", "train_and_measure", "split_pairs", "results_table", "reproduce", "summarize"]
 
 SIMNET_MODELS = tuple(f"simnet_{e}_{h}" for e in ("bow", "cnn", "gru", "lstm") for h in ("pointwise", "pairwise"))
 C_GRID = (1.0, 4.0, 16.0, 64.0)
+WEIGHTS_DIR = "zoo/weights"                           # where the shipped weights and vocabulary live (repo-relative)
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -127,21 +128,19 @@ def tfidf_peer(train, dev, test, c_grid=C_GRID):
 
 
 def export_weights(checkpoint, path):
-    """Write the model weights of ``checkpoint`` to ``path`` as ``{"model": state}``: float arrays in float16,
-    except the ``threshold`` buffer (float32, so the dev-chosen value is kept exactly). Returns its sha256."""
-    state = load_checkpoint(checkpoint)["model"]
-    half = {k: v.astype(numpy.float16) if v.dtype.kind == "f" and k != "threshold" else v for k, v in state.items()}
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    save({"model": half}, path)
-    return sha256_of(path)
+    """Write the model weights of ``checkpoint`` to ``path`` as shipped weights
+    (:func:`framework.engine.export_weights`): float arrays in float16, except the ``threshold`` buffer
+    (float32, so the dev-chosen value is kept exactly). Returns its sha256."""
+    return engine.export_weights(checkpoint, path, keep_float32=("threshold",))
 
 
 def train_and_measure(name, config_dir, output_root, weights_dir, device=None, overrides=(), progress=False):
     """Train ``<config_dir>/<name>.yaml``, export its best checkpoint to ``<weights_dir>/<name>.npz`` and
     measure those weights on the test pairs.
 
-    Returns ``{"name", "metrics" (test), "dev" (dev metrics), "wall_seconds", "cpu_seconds", "weights",
-    "sha256", "vocab"}``; the vocabulary is saved as ``<weights_dir>/simnet_<tokenizer>.vocab.txt``.
+    Returns ``{"name", "metrics" (test), "dev" (dev metrics), "threshold" (the dev-chosen one the weights
+    carry), "wall_seconds", "cpu_seconds", "weights", "sha256", "vocab"}``; the vocabulary is saved as
+    ``<weights_dir>/simnet_<tokenizer>.vocab.txt``.
     """
     cfg = load_config(os.path.join(config_dir, f"{name}.yaml"), list(overrides))
     output_dir = os.path.join(output_root, name)
@@ -149,11 +148,13 @@ def train_and_measure(name, config_dir, output_root, weights_dir, device=None, o
     trainer, _ = runner.train(cfg, output_dir=output_dir, device=device, progress=progress)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     weights = os.path.join(weights_dir, f"{name}.npz")
-    sha = export_weights(os.path.join(output_dir, "best.npz"), weights)
+    best = os.path.join(output_dir, "best.npz")
+    sha = export_weights(best if os.path.isfile(best) else os.path.join(output_dir, "last.npz"), weights)
     vocab = os.path.join(weights_dir, f"simnet_{trainer.task.tokenizer.signature}.vocab.txt")
     trainer.task.vocab.save(vocab)
     return {"name": name, "metrics": runner.evaluate_config(cfg, weights, split="test", device=device),
-            "dev": runner.evaluate_config(cfg, weights, split="eval", device=device), "wall_seconds": wall,
+            "dev": runner.evaluate_config(cfg, weights, split="eval", device=device),
+            "threshold": float(load(weights)["model"]["threshold"][0]), "wall_seconds": wall,
             "cpu_seconds": cpu, "weights": weights, "sha256": sha, "vocab": vocab}
 
 
@@ -191,29 +192,36 @@ def results_table(rows, peers, stats, artefacts, command="oar reproduce simnet",
 
 
 def reproduce(card, options):
-    """``oar reproduce`` entry point: train the models, measure them and the peers, return the outcome.
+    """``oar reproduce`` entry point (``oar reproduce simnet``, or any SimNet card): train the models, measure
+    them and the peers, return the outcome for :mod:`zoo.reproduce`.
 
     ``card``: the zoo card; its ``reproduce.models`` lists the configs to
-    train (default: the card's own name when it is one of
-    :data:`SIMNET_MODELS`, else all eight). ``options``: ``overrides``,
-    ``device``, ``output_root``, ``quiet`` (as ``oar reproduce`` parses them).
-    Returns :func:`summarize`'s outcome.
+    train (default: all of :data:`SIMNET_MODELS`, so one run updates every
+    SimNet card and the whole table). ``options``: ``overrides``, ``device``,
+    ``output_root``, ``quiet``, ``dry_run`` (as ``oar reproduce`` parses them);
+    the weights and the vocabulary go to ``zoo/weights/``, or under the
+    dry-run folder (:func:`zoo.reproduce.destination`). Returns :func:`summarize`'s outcome.
     """
-    recipe = card.get("reproduce") or {}
-    names = recipe.get("models") or ([card["name"]] if card["name"] in SIMNET_MODELS else list(SIMNET_MODELS))
-    rows = [train_and_measure(name, os.path.join(_ROOT, "configs", "nlp"), options.output_root,
-                              os.path.join(_ROOT, "zoo", "weights"), options.device, options.overrides,
-                              not options.quiet) for name in names]
-    return summarize(card, rows, options)
+    from zoo.reproduce import destination
+    names = (card.get("reproduce") or {}).get("models") or list(SIMNET_MODELS)
+    weights_dir = destination(options, WEIGHTS_DIR)
+    start, start_cpu = time.perf_counter(), time.process_time()
+    rows = [train_and_measure(name, os.path.join(_ROOT, "configs", "nlp"), options.output_root, weights_dir,
+                              options.device, options.overrides, not options.quiet) for name in names]
+    return summarize(card, rows, options, wall_seconds=time.perf_counter() - start,
+                     cpu_seconds=time.process_time() - start_cpu)
 
 
-def summarize(card, rows, options):
+def summarize(card, rows, options, wall_seconds=None, cpu_seconds=None):
     """Measure the peers on the data of the first model's config and make the outcome of :func:`reproduce`:
-    ``{"metrics", "weights", "results_text", "models"}``: metrics and weights of the card's model (or of
-    the best model by test accuracy), the markdown table, and ``models``: name -> ``{"metrics",
-    "weights", "vocab"}`` for every model in ``rows`` (:func:`train_and_measure` results), to update
-    their cards. Also writes ``<output_root>/simnet_summary.json``."""
-    recipe = card.get("reproduce") or {}
+    ``{"metrics", "weights", "results_name": "simnet", "results_text", "models"}``: metrics and weights
+    of the card's model (or of the best model by test accuracy), the markdown table, and ``models``:
+    name -> ``{"metrics", "weights": {"path", "sha256", "vocab", "vocab_sha256"}}`` for every model in
+    ``rows`` (:func:`train_and_measure` results), to update their cards. ``wall_seconds`` and
+    ``cpu_seconds`` (the whole run's, optional) go into the table's first line.
+    Also writes ``<output_root>/simnet_summary.json``."""
+    import datetime
+    from zoo.reproduce import machine_description
     cfg = load_config(os.path.join(_ROOT, "configs", "nlp", f"{rows[0]['name']}.yaml"), list(options.overrides))
     train, dev, test = split_pairs(cfg)
     overlap_scores, overlap_threshold = word_overlap_peer(dev, test, os.path.join(oar_home(), "matching", "peers"))
@@ -223,15 +231,19 @@ def summarize(card, rows, options):
     stats = {"pairs": len(test)}
     for p in test:
         stats[p.neg_type or str(p.label)] = stats.get(p.neg_type or str(p.label), 0) + 1
-    text = results_table(rows, peers, stats, length_artefacts(test), command=f"oar reproduce {card['name']}",
-                         machine=recipe.get("machine", ""))
+    facts = f"{machine_description()}; {datetime.date.today().isoformat()}."
+    if wall_seconds is not None:
+        facts = f"Wall time {wall_seconds / 60:.1f} min, CPU time {cpu_seconds / 60:.1f} min in all; " + facts
+    text = results_table(rows, peers, stats, length_artefacts(test), machine=facts)
     models = {row["name"]: {"metrics": {"split": "test", **{k: round(float(v), 4) for k, v in row["metrics"].items()}},
-                            "weights": {"path": os.path.relpath(row["weights"], _ROOT), "sha256": row["sha256"]},
-                            "vocab": os.path.relpath(row["vocab"], _ROOT)} for row in rows}
+                            "weights": {"path": f"{WEIGHTS_DIR}/{os.path.basename(row['weights'])}",
+                                        "sha256": row["sha256"],
+                                        "vocab": f"{WEIGHTS_DIR}/{os.path.basename(row['vocab'])}",
+                                        "vocab_sha256": sha256_of(row["vocab"])}} for row in rows}
     chosen = card["name"] if card["name"] in models else max(models, key=lambda n: models[n]["metrics"]["acc"])
     _write_summary(os.path.join(options.output_root, "simnet_summary.json"), rows, peers)
-    return {"metrics": models[chosen]["metrics"], "weights": models[chosen]["weights"], "results_text": text,
-            "models": models}
+    return {"metrics": models[chosen]["metrics"], "weights": models[chosen]["weights"], "results_name": "simnet",
+            "results_text": text, "models": models}
 
 
 def split_pairs(cfg):

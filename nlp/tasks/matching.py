@@ -24,6 +24,19 @@ outside training never changes it.
 
 Metrics: accuracy at the threshold, AUC, pairwise ranking accuracy and
 accuracy per negative type (:mod:`nlp.metrics_matching`).
+
+**Your own pairs.** A TSV file ``text_a<TAB>text_b<TAB>label`` (label 0 or 1;
+``examples/matching_pairs.tsv`` has 20) trains and evaluates with the shipped
+configs: point the data sections and the vocabulary's corpus at your files
+(a pairwise config makes its training triples from the pairs of each
+``text_a`` that has both a positive and a negative)::
+
+    oar train -c configs/nlp/simnet_cnn_pointwise.yaml --output_dir outputs/my_matching \
+      -o task.corpus=my_train.tsv data.train.path=my_train.tsv data.eval.path=my_dev.tsv data.test.path=my_test.tsv
+    oar eval -c configs/nlp/simnet_cnn_pointwise.yaml --output_dir outputs/my_matching --split test -o ...(same)
+
+The vocabulary is built from the training file's texts (add
+``task.min_freq=1`` for a small file: the default 2 drops characters seen once).
 """
 import os
 
@@ -127,13 +140,16 @@ def prepare_vocab(tokenizer, corpus="peoples_daily", min_freq=2, max_size=None):
 
 
 def _as_pair(item, index):
-    """``(text_a, text_b)`` from a pair (tuple/list of two str) or a str holding one tab."""
-    if isinstance(item, str) and item.count("\t") == 1:
-        return tuple(item.split("\t"))
-    if isinstance(item, (tuple, list)) and len(item) == 2 and all(isinstance(t, str) for t in item):
+    """``(text_a, text_b)`` from a pair (tuple/list of two str) or a str ``text_a<TAB>text_b``, optionally
+    followed by ``<TAB>label`` (0 or 1) and ``<TAB>neg_type`` as in a pair file (those are ignored)."""
+    if isinstance(item, str):
+        fields = item.split("\t")
+        if len(fields) == 2 or (len(fields) in (3, 4) and fields[2].strip() in ("0", "1")):
+            return fields[0], fields[1]
+    elif isinstance(item, (tuple, list)) and len(item) == 2 and all(isinstance(t, str) for t in item):
         return tuple(item)
     raise TypeError(f"TextMatching: input {index} must be a pair (text_a, text_b) of str or a str "
-                    f"'text_a<TAB>text_b', got {type(item).__name__} {str(item)[:40]!r}")
+                    f"'text_a<TAB>text_b' (optionally '<TAB>label'), got {type(item).__name__} {str(item)[:40]!r}")
 
 
 @TASKS.register()

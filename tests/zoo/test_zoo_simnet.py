@@ -1,0 +1,172 @@
+"""The SimNet zoo cards: the eight shipped matching models load offline and score pairs against their stored
+threshold, `oar run` takes pairs, `oar show` prints the card, the shipped files match their cards, a user's
+pair file trains and evaluates through the shipped configs, and `oar reproduce simnet --dry_run` updates
+every card from one procedure without touching the repository."""
+import hashlib
+import json
+import os
+
+import numpy
+import pytest
+import yaml
+
+import framework
+import zoo
+from framework.config import load_config
+from nlp.matching_reproduce import SIMNET_MODELS
+from zoo.api import WeightsError
+from zoo.catalog import ROOT, card
+from zoo.cli import main as oar
+
+EXAMPLE = os.path.join(ROOT, "examples", "matching_pairs.tsv")
+PAIRS = [("今天天气很好", "今天天气不错"), ("中国向美国出口大豆", "美国向中国出口大豆"), ("", "今天天气很好"),
+         ("火车晚点了两个小时", "火车晚点了两个小时"), ("很长的句子" * 200, "短句")]
+
+
+def _sha(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+@pytest.fixture
+def offline(tmp_path, monkeypatch):
+    """An empty $OAR_HOME and an unreachable package index: anything that tries to fetch or build fails."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("OAR_HOME", str(home))
+    monkeypatch.setenv("OAR_PACKAGE_INDEX", "http://127.0.0.1:9/simple")
+    return home
+
+
+@pytest.mark.parametrize("name", SIMNET_MODELS)
+def test_each_model_loads_offline_and_labels_by_its_threshold(name, offline):
+    task = zoo.load(name)
+    results = task.predict(PAIRS)
+    assert [set(r) for r in results] == [{"score", "label"}] * len(PAIRS)
+    threshold = task.threshold
+    assert threshold == float(framework.load(os.path.join(ROOT, card(name)["weights"]["path"]))["model"]
+                              ["threshold"][0])
+    assert all(r["label"] == int(r["score"] >= threshold) for r in results)
+    low, high = (0.0, 1.0) if name.endswith("pointwise") else (-1.0, 1.0)     # P(match) or a cosine
+    assert all(low - 1e-6 <= r["score"] <= high + 1e-6 for r in results)
+    assert results[3]["label"] == 1                       # identical sides match
+    assert not offline.exists()                           # nothing was fetched, built or cached
+
+
+def test_predict_takes_tuples_and_tab_separated_lines(offline):
+    task = zoo.load("simnet_bow_pointwise")
+    results = task.predict([("今天天气很好", "今天天气不错"), "今天天气很好\t今天天气不错", "今天天气很好\t今天天气不错\t1"])
+    assert len({r["label"] for r in results}) == 1
+    assert [r["score"] for r in results] == pytest.approx([results[0]["score"]] * 3, abs=1e-6)
+    with pytest.raises(TypeError, match="input 0 must be a pair"):
+        task.predict(["今天天气很好"])
+
+
+def test_oar_run_scores_tab_separated_pairs(offline, capsys):
+    oar(["run", "simnet_cnn_pointwise", "--input_text", "今天天气很好\t今天天气不错", "中国向美国出口\t美国向中国出口",
+         "--json"])
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(lines) == 2 and all(set(line) == {"score", "label"} for line in lines)
+    oar(["run", "simnet_cnn_pointwise", "--input_file", EXAMPLE])      # a labelled pair file: labels ignored
+    rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert len(rows) == 20 and all(label in ("0", "1") and 0.0 <= float(score) <= 1.0 for label, score in rows)
+
+
+def test_oar_show_prints_the_card(capsys):
+    oar(["show", "simnet_cnn_pointwise"])
+    shown = yaml.safe_load(capsys.readouterr().out)
+    assert shown == card("simnet_cnn_pointwise")
+    assert shown["metrics"]["split"] == "test" and 0.5 < shown["metrics"]["acc"] <= 1.0
+    assert shown["reproduce"]["function"] == "nlp.matching_reproduce:reproduce"
+    assert shown["source"] == "trained by `oar reproduce simnet`"
+
+
+@pytest.mark.parametrize("name", SIMNET_MODELS)
+def test_shipped_files_match_their_card(name):
+    entry = card(name)
+    weights = entry["weights"]
+    assert entry["config"] == f"configs/nlp/{name}.yaml" and entry["task"] == "matching"
+    path = os.path.join(ROOT, weights["path"])
+    assert _sha(path) == weights["sha256"] and os.path.getsize(path) <= 8 * 2 ** 20
+    assert _sha(os.path.join(ROOT, weights["vocab"])) == weights["vocab_sha256"]
+    assert entry["overrides"] == [f"task.vocab={weights['vocab']}"]
+    state = framework.load(path)["model"]
+    assert state.pop("threshold").dtype == numpy.float32
+    assert {v.dtype for v in state.values() if v.dtype.kind == "f"} == {numpy.dtype(numpy.float16)}
+    with open(os.path.join(ROOT, weights["vocab"]), encoding="utf-8") as f:
+        vocab_size = sum(1 for _ in f)
+    assert vocab_size <= load_config(os.path.join(ROOT, entry["config"]))["model"]["vocab_size"]
+    metrics = entry["metrics"]
+    assert metrics["split"] == "test" and all(0.0 <= metrics[k] <= 1.0 for k in ("acc", "auc", "acc_exchange"))
+
+
+def test_weights_that_differ_from_the_card_are_refused(monkeypatch):
+    entry = {**card("simnet_bow_pairwise")}
+    entry["weights"] = {**entry["weights"], "sha256": "0" * 64}
+    monkeypatch.setattr("zoo.api.card", lambda name: entry)
+    with pytest.raises(WeightsError, match="refusing to load"):
+        zoo.load("simnet_bow_pairwise")
+
+
+def _own_pairs(path):
+    """The `-o` overrides that point a shipped SimNet config at the pair file ``path`` (as the task's docs say)."""
+    return [f"task.corpus={path}", "task.min_freq=1", f"data.train.path={path}", f"data.eval.path={path}",
+            f"data.test.path={path}"]
+
+
+@pytest.mark.parametrize("name", ["simnet_bow_pointwise", "simnet_bow_pairwise"])
+def test_a_users_pair_file_trains_and_evaluates_with_the_shipped_config(name, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("OAR_HOME", str(tmp_path / "home"))
+    config, out = os.path.join(ROOT, "configs", "nlp", f"{name}.yaml"), str(tmp_path / "run")
+    overrides = _own_pairs(EXAMPLE)
+    oar(["train", "-c", config, "--output_dir", out, "-o", *overrides, "train.epochs=2", "train.batch_size=4",
+         "train.log_every=100"])
+    capsys.readouterr()
+    oar(["eval", "-c", config, "--output_dir", out, "--split", "test", "-o", *overrides])
+    metrics = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert {"acc", "auc", "rank_acc"} <= set(metrics) and 0.0 <= metrics["acc"] <= 1.0
+    stored = framework.load(os.path.join(out, "best.npz"))["model"]["threshold"]
+    with open(os.path.join(out, "metrics.jsonl"), encoding="utf-8") as f:
+        best = max((json.loads(line) for line in f), key=lambda record: record["auc"])
+    assert stored.tolist() == [numpy.float32(best["threshold"])]        # chosen on the eval pairs, kept
+
+
+def test_a_malformed_pair_file_names_its_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("OAR_HOME", str(tmp_path / "home"))
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("今天天气很好\t今天天气不错\t1\n今天天气很好\t明天\tyes\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_info:
+        oar(["train", "-c", os.path.join(ROOT, "configs", "nlp", "simnet_bow_pointwise.yaml"),
+             "--output_dir", str(tmp_path / "run"), "-o", *_own_pairs(str(bad))])
+    assert exit_info.value.code == 2
+    assert f"{bad}:2: the label (third field) must be 0 or 1" in capsys.readouterr().err
+
+
+def test_reproduce_simnet_dry_run_updates_every_card_once(tmp_path, monkeypatch):
+    """All eight configs on the example pairs for two steps each (the peers' LAC words replaced by characters):
+    every card is rewritten under the dry-run folder, the repository is left alone."""
+    pytest.importorskip("sklearn")
+    import nlp.matching_reproduce
+    from nlp.data.tokenizers import CharTokenizer
+    monkeypatch.setenv("OAR_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(nlp.matching_reproduce, "LacWordTokenizer", CharTokenizer)
+    protected = [os.path.join(ROOT, p) for p in ("zoo/catalog.yaml", "docs/RESULTS.md", card("simnet_bow_pointwise")
+                                                  ["weights"]["vocab"])]
+    protected += [os.path.join(ROOT, card(name)["weights"]["path"]) for name in SIMNET_MODELS]
+    before = {p: _sha(p) for p in protected}
+    out = tmp_path / "out"
+    updated = oar(["reproduce", "simnet", "--dry_run", "--quiet", "--output_root", str(out), "-o",
+                   *_own_pairs(EXAMPLE), "train.max_steps=2", "train.eval_every=2", "train.batch_size=4"])
+    assert {p: _sha(p) for p in before} == before
+    assert [entry["name"] for entry in updated] == list(SIMNET_MODELS)          # one procedure, each card once
+    dry = out / "dry_run"
+    catalog = {e["name"]: e for e in yaml.safe_load((dry / "zoo" / "catalog.yaml").read_text(encoding="utf-8"))}
+    for entry in updated:
+        assert catalog[entry["name"]] == entry and entry["metrics"]["split"] == "test"
+        assert _sha(dry / entry["weights"]["path"]) == entry["weights"]["sha256"]
+        assert _sha(dry / entry["weights"]["vocab"]) == entry["weights"]["vocab_sha256"]
+    assert catalog["senta_cnn"] == card("senta_cnn")                          # other cards are untouched
+    results = (dry / "docs" / "RESULTS.md").read_text(encoding="utf-8")
+    block = results[results.index("<!-- reproduce:simnet -->"):results.index("<!-- /reproduce:simnet -->")]
+    assert "`oar reproduce simnet`" in block and "| word overlap (peer) |" in block and "TF-IDF LR" in block
+    assert sum(line.startswith("| simnet_") for line in block.splitlines()) == 8
+    assert "<!-- reproduce:simnet_bow_pointwise -->" not in results
