@@ -18,6 +18,7 @@ __all__ = ["load", "Task", "DEFAULT_MODELS", "WeightsError"]
 DEFAULT_MODELS = {
     "lexical_analysis": "lac",
     "sentiment": "senta_bilstm",
+    "matching": "simnet_cnn_pointwise",
     "video": "tsm_synth",
 }
 
