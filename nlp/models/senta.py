@@ -8,6 +8,11 @@ or beyond a sequence's length never change its scores, whatever ids they hold
 max over valid positions; the RNNs run inside each sequence's length and pool
 over valid positions only, by max or attention).
 
+Every model can add fastText's hashed character n-grams to its input
+(``ngrams`` n > 1, ``buckets`` rows; off by default): each position's
+embedding becomes the sum of its token's embedding and those of the 2..n-grams
+of consecutive ids that end there (:class:`NGramEmbedding`).
+
 Shapes (all models): ``forward(ids (N, L) int64, lengths (N,) int64 with
 1 <= lengths <= L, or None for full rows) -> logits (N, num_classes)``.
 """
@@ -18,7 +23,8 @@ import framework.nn.functional as F
 from framework import nn
 from framework.registry import MODELS
 
-__all__ = ["SentaBOW", "SentaCNN", "SentaGRU", "SentaLSTM", "SentaBiLSTM", "valid_mask", "mask_bias", "masked_max"]
+__all__ = ["SentaBOW", "SentaCNN", "SentaGRU", "SentaLSTM", "SentaBiLSTM", "NGramEmbedding", "hash_ngrams",
+           "valid_mask", "mask_bias", "masked_max"]
 
 _NEG_INF = float("-inf")
 
@@ -56,6 +62,68 @@ def masked_max(h, mask):
     return (h + mask_bias(mask, h.dtype).unsqueeze(-1)).max(axis=1)             # (N, L, D) + (N, L, 1)
 
 
+def hash_ngrams(ids, n, buckets):
+    """Hashed ids (N, L) of the n-grams of consecutive ids that end at each position of ``ids`` (N, L).
+
+    ``code[i, t]`` in [0, buckets) hashes ``ids[i, t - n + 1 .. t]`` (start
+    with n, then ``code = (code * 1000003 + id) % buckets`` for each id in
+    order); positions t < n - 1, where no n-gram ends, hold 0. Returns a Tensor.
+    """
+    xp = framework.backend.get_array_module(ids.data)
+    rows, steps = ids.shape
+    code = xp.zeros((rows, steps), dtype=numpy.int64)
+    if steps >= n:
+        ends = steps - n + 1
+        part = xp.full((rows, ends), n, dtype=numpy.int64)
+        for k in range(n):
+            part = (part * 1000003 + ids.data[:, k:k + ends]) % buckets
+        code[:, n - 1:] = part
+    return framework.to_tensor(code, device=ids.device)
+
+
+class NGramEmbedding(nn.Embedding):
+    """fastText's bag of character n-grams, per position: one table of ``buckets`` rows for every n-gram.
+
+    Position t gets the sum of the embeddings of the 2..``ngrams``-grams of
+    consecutive ids that end at t (:func:`hash_ngrams`) and lie wholly inside
+    the sequence; positions beyond the length, and the first n - 1 positions
+    for an n-gram, add nothing.
+
+    Shape: ids (N, L), mask (N, L) bool (valid positions) -> (N, L, embedding_dim).
+    """
+
+    def __init__(self, ngrams, buckets, embedding_dim):
+        if ngrams < 2 or buckets < 1:
+            raise ValueError(f"NGramEmbedding: need ngrams >= 2 and buckets >= 1, got ngrams={ngrams}, "
+                             f"buckets={buckets}")
+        super().__init__(buckets, embedding_dim)
+        self.ngrams = int(ngrams)
+
+    def forward(self, ids, mask):
+        xp = framework.backend.get_array_module(ids.data)
+        total = framework.to_tensor(xp.zeros((*ids.shape, self.embedding_dim), dtype=self.weight.dtype),
+                                    device=ids.device)
+        for n, keep in self._kept(mask):
+            vectors = super().forward(hash_ngrams(ids, n, self.num_embeddings))          # (N, L, E)
+            total = total + vectors * framework.to_tensor(keep.astype(vectors.dtype)[..., None], device=ids.device)
+        return total
+
+    def count(self, mask):
+        """The number of n-grams inside each sequence of ``mask`` (N, L): a float32 Tensor (N, 1)."""
+        xp = framework.backend.get_array_module(mask.data)
+        counts = xp.zeros((mask.shape[0], 1), dtype=numpy.float32)
+        for _, keep in self._kept(mask):
+            counts += keep.sum(axis=1, keepdims=True)
+        return framework.to_tensor(counts, device=mask.device)
+
+    def _kept(self, mask):
+        """(n, keep) for n = 2..ngrams: ``keep`` (N, L) bool array, True where an n-gram inside the sequence ends."""
+        xp = framework.backend.get_array_module(mask.data)
+        steps = mask.shape[1]
+        for n in range(2, min(self.ngrams, steps) + 1):
+            yield n, mask.data & (xp.arange(steps) >= n - 1)
+
+
 class _Classifier(nn.Layer):
     """Senta's head: tanh -> Linear(in_features, hidden2) -> tanh -> Linear(hidden2, num_classes).
 
@@ -73,19 +141,30 @@ class _Classifier(nn.Layer):
 
 
 class _Senta(nn.Layer):
-    """Shared parts: the embedding (row ``padding_idx`` zero) and the classifier head."""
+    """Shared parts: the embedding (row ``padding_idx`` zero), the optional hashed n-gram embedding
+    (``ngrams`` > 1: :class:`NGramEmbedding` of ``buckets`` rows, added per position) and the classifier head."""
 
-    def __init__(self, vocab_size, emb_dim, features, hidden2, num_classes, padding_idx, dropout):
+    def __init__(self, vocab_size, emb_dim, features, hidden2, num_classes, padding_idx, dropout, ngrams, buckets):
+        if ngrams < 1 or (ngrams > 1 and buckets < 1):
+            raise ValueError(f"{type(self).__name__}: need ngrams >= 1, and buckets >= 1 when ngrams > 1; "
+                             f"got ngrams={ngrams}, buckets={buckets}")
         super().__init__()
         self.vocab_size, self.num_classes = int(vocab_size), int(num_classes)
+        self.ngrams, self.buckets = int(ngrams), int(buckets)
         self.embedding = nn.Embedding(vocab_size, emb_dim, padding_idx=padding_idx)
+        if self.ngrams > 1:
+            self.ngram_embedding = NGramEmbedding(self.ngrams, self.buckets, emb_dim)
         self.emb_dropout = nn.Dropout(dropout)
         self.classifier = _Classifier(features, hidden2, num_classes, dropout)
 
     def embed(self, ids, lengths):
-        """(embeddings (N, L, E) with padded positions zeroed, valid mask (N, L))."""
+        """(embeddings (N, L, E) with padded positions zeroed, valid mask (N, L)); with n-grams each
+        position's embedding is its token's plus those of the n-grams ending there."""
         mask = valid_mask(ids, lengths)
-        emb = self.emb_dropout(self.embedding(ids))                        # (N, L, E)
+        emb = self.embedding(ids)                                          # (N, L, E)
+        if self.ngrams > 1:
+            emb = emb + self.ngram_embedding(ids, mask)
+        emb = self.emb_dropout(emb)
         return emb * mask.astype(emb.dtype).unsqueeze(-1), mask
 
     def forward(self, ids, lengths=None):
@@ -98,17 +177,16 @@ class _Senta(nn.Layer):
 
 
 class SentaBOW(_Senta):
-    """Bag of words: the mean (or sum) of the valid positions' embeddings, then
-    ``tanh -> Linear(hidden) -> tanh`` and the head.
+    """Bag of words: the mean, sum or ``sum / sqrt(count)`` (Paddle's 'sqrt' sequence pooling) of the
+    valid positions' embeddings, then ``tanh -> Linear(hidden) -> tanh`` and the head.
 
     With ``ngrams`` n > 1 the bag also holds every 2..n-gram of consecutive ids
-    that lies inside the sequence, hashed into ``buckets`` rows of a second
-    embedding table (fastText's bag of n-grams); the mean is then over all
-    unigrams and n-grams of the sequence.
+    that lies inside the sequence (:class:`NGramEmbedding`, fastText's bag of
+    n-grams); the mean is then over all unigrams and n-grams of the sequence.
 
-    Args: vocab_size, emb_dim (E), hidden, hidden2, num_classes; pooling 'mean'
-    or 'sum'; ngrams and buckets; padding_idx (the id of padding); dropout on
-    embeddings and pooled features.
+    Args: vocab_size, emb_dim (E), hidden, hidden2, num_classes; pooling 'mean',
+    'sum' or 'sqrt'; ngrams and buckets; padding_idx (the id of padding);
+    dropout on embeddings and pooled features.
 
     Shape: ids (N, L), lengths (N,) -> logits (N, num_classes).
     """
@@ -116,54 +194,38 @@ class SentaBOW(_Senta):
     def __init__(self, vocab_size: int, emb_dim: int = 128, hidden: int = 128, hidden2: int = 96,
                  num_classes: int = 2, pooling: str = "mean", ngrams: int = 1, buckets: int = 0,
                  padding_idx: int = 0, dropout: float = 0.0):
-        if pooling not in ("mean", "sum"):
-            raise ValueError(f"SentaBOW: pooling must be 'mean' or 'sum', got {pooling!r}")
-        if ngrams < 1 or (ngrams > 1 and buckets < 1):
-            raise ValueError(f"SentaBOW: need ngrams >= 1, and buckets >= 1 when ngrams > 1; "
-                             f"got ngrams={ngrams}, buckets={buckets}")
-        super().__init__(vocab_size, emb_dim, hidden, hidden2, num_classes, padding_idx, dropout)
-        self.pooling, self.ngrams, self.buckets = pooling, int(ngrams), int(buckets)
-        if self.ngrams > 1:
-            self.ngram_embedding = nn.Embedding(self.buckets, emb_dim)
+        if pooling not in ("mean", "sum", "sqrt"):
+            raise ValueError(f"SentaBOW: pooling must be 'mean', 'sum' or 'sqrt', got {pooling!r}")
+        super().__init__(vocab_size, emb_dim, hidden, hidden2, num_classes, padding_idx, dropout, ngrams, buckets)
+        self.pooling = pooling
         self.fc = nn.Linear(emb_dim, hidden)
 
     def encode(self, ids, emb, mask, lengths):
         pooled = emb.sum(axis=1)                                           # (N, E)
-        count = mask.astype(emb.dtype).sum(axis=1, keepdim=True)           # (N, 1)
-        for n in range(2, min(self.ngrams, ids.shape[1]) + 1):
-            grams, valid = self.ngram_ids(ids, mask, n)                   # (N, L - n + 1) each
-            weight = valid.astype(emb.dtype).unsqueeze(-1)                 # (N, L - n + 1, 1)
-            pooled = pooled + (self.emb_dropout(self.ngram_embedding(grams)) * weight).sum(axis=1)
-            count = count + valid.astype(emb.dtype).sum(axis=1, keepdim=True)
-        if self.pooling == "mean":
-            pooled = pooled / count
+        if self.pooling != "sum":
+            count = mask.astype(emb.dtype).sum(axis=1, keepdim=True)       # (N, 1) items in each bag
+            if self.ngrams > 1:
+                count = count + self.ngram_embedding.count(mask)
+            pooled = pooled / (count if self.pooling == "mean" else count.sqrt())
         return self.fc(F.tanh(pooled))
-
-    def ngram_ids(self, ids, mask, n):
-        """Hashed ids (N, L - n + 1) of the n-grams starting at each position, and their
-        validity (the whole n-gram lies inside the sequence); both Tensors. Needs L >= n."""
-        xp = framework.backend.get_array_module(ids.data)
-        steps = ids.shape[1] - n + 1
-        code = xp.full((ids.shape[0], steps), n, dtype=numpy.int64)
-        for k in range(n):
-            code = (code * 1000003 + ids.data[:, k:k + steps]) % self.buckets
-        return framework.to_tensor(code, device=ids.device), mask[:, n - 1:]
 
 
 class SentaCNN(_Senta):
     """Convolution over time (``window`` wide, ``filters`` channels, tanh), max over valid positions, head.
 
     Args: vocab_size, emb_dim, filters, window (odd, so outputs align with
-    inputs), hidden2, num_classes, padding_idx, dropout.
+    inputs), hidden2, num_classes, padding_idx, dropout, ngrams and buckets
+    (hashed n-gram embeddings added per position, see :class:`NGramEmbedding`).
 
     Shape: ids (N, L), lengths (N,) -> logits (N, num_classes).
     """
 
     def __init__(self, vocab_size: int, emb_dim: int = 128, filters: int = 128, window: int = 3,
-                 hidden2: int = 96, num_classes: int = 2, padding_idx: int = 0, dropout: float = 0.0):
+                 hidden2: int = 96, num_classes: int = 2, padding_idx: int = 0, dropout: float = 0.0,
+                 ngrams: int = 1, buckets: int = 0):
         if window < 1 or window % 2 == 0:
             raise ValueError(f"SentaCNN: window must be a positive odd number, got {window}")
-        super().__init__(vocab_size, emb_dim, filters, hidden2, num_classes, padding_idx, dropout)
+        super().__init__(vocab_size, emb_dim, filters, hidden2, num_classes, padding_idx, dropout, ngrams, buckets)
         self.conv = nn.Conv1D(emb_dim, filters, window, padding=window // 2)
 
     def encode(self, ids, emb, mask, lengths):
@@ -179,11 +241,11 @@ class _SentaRNN(_Senta):
     """
 
     def __init__(self, cell, direction, vocab_size, emb_dim, hidden, hidden2, num_classes, pooling, padding_idx,
-                 dropout):
+                 dropout, ngrams, buckets):
         if pooling not in ("max", "attention"):
             raise ValueError(f"{type(self).__name__}: pooling must be 'max' or 'attention', got {pooling!r}")
         features = hidden * (2 if direction == "bidirect" else 1)
-        super().__init__(vocab_size, emb_dim, features, hidden2, num_classes, padding_idx, dropout)
+        super().__init__(vocab_size, emb_dim, features, hidden2, num_classes, padding_idx, dropout, ngrams, buckets)
         rnn = nn.GRU if cell == "gru" else nn.LSTM
         self.rnn = rnn(emb_dim, hidden, direction=direction)
         self.pooling = pooling
@@ -204,15 +266,17 @@ class SentaGRU(_SentaRNN):
     """GRU over the embeddings, max (or attention) pooling over valid positions, head.
 
     Args: vocab_size, emb_dim, hidden (GRU size), hidden2, num_classes, pooling
-    ('max' or 'attention'), padding_idx, dropout.
+    ('max' or 'attention'), padding_idx, dropout, ngrams and buckets (hashed
+    n-gram embeddings added per position, see :class:`NGramEmbedding`).
 
     Shape: ids (N, L), lengths (N,) -> logits (N, num_classes).
     """
 
     def __init__(self, vocab_size: int, emb_dim: int = 128, hidden: int = 128, hidden2: int = 96,
-                 num_classes: int = 2, pooling: str = "max", padding_idx: int = 0, dropout: float = 0.0):
+                 num_classes: int = 2, pooling: str = "max", padding_idx: int = 0, dropout: float = 0.0,
+                 ngrams: int = 1, buckets: int = 0):
         super().__init__("gru", "forward", vocab_size, emb_dim, hidden, hidden2, num_classes, pooling, padding_idx,
-                         dropout)
+                         dropout, ngrams, buckets)
 
 
 class SentaLSTM(_SentaRNN):
@@ -222,9 +286,10 @@ class SentaLSTM(_SentaRNN):
     """
 
     def __init__(self, vocab_size: int, emb_dim: int = 128, hidden: int = 128, hidden2: int = 96,
-                 num_classes: int = 2, pooling: str = "max", padding_idx: int = 0, dropout: float = 0.0):
+                 num_classes: int = 2, pooling: str = "max", padding_idx: int = 0, dropout: float = 0.0,
+                 ngrams: int = 1, buckets: int = 0):
         super().__init__("lstm", "forward", vocab_size, emb_dim, hidden, hidden2, num_classes, pooling, padding_idx,
-                         dropout)
+                         dropout, ngrams, buckets)
 
 
 class SentaBiLSTM(_SentaRNN):
@@ -235,9 +300,10 @@ class SentaBiLSTM(_SentaRNN):
     """
 
     def __init__(self, vocab_size: int, emb_dim: int = 128, hidden: int = 128, hidden2: int = 96,
-                 num_classes: int = 2, pooling: str = "max", padding_idx: int = 0, dropout: float = 0.0):
+                 num_classes: int = 2, pooling: str = "max", padding_idx: int = 0, dropout: float = 0.0,
+                 ngrams: int = 1, buckets: int = 0):
         super().__init__("lstm", "bidirect", vocab_size, emb_dim, hidden, hidden2, num_classes, pooling, padding_idx,
-                         dropout)
+                         dropout, ngrams, buckets)
 
 
 MODELS.register(SentaBOW)

@@ -4,13 +4,15 @@ import pytest
 
 import framework
 from framework.registry import MODELS
-from nlp.models.senta import SentaBiLSTM, SentaBOW, SentaCNN, SentaGRU, SentaLSTM, masked_max, valid_mask
+from nlp.models.senta import (NGramEmbedding, SentaBiLSTM, SentaBOW, SentaCNN, SentaGRU, SentaLSTM, hash_ngrams,
+                              masked_max, valid_mask)
 
 V = 40
 SMALL = {
     "SentaBOW": {"emb_dim": 6, "hidden": 5, "hidden2": 4},
     "SentaBOW-sum": {"emb_dim": 6, "hidden": 5, "hidden2": 4, "pooling": "sum"},
     "SentaBOW-ngrams": {"emb_dim": 6, "hidden": 5, "hidden2": 4, "ngrams": 3, "buckets": 50},
+    "SentaBOW-sqrt": {"emb_dim": 6, "hidden": 5, "hidden2": 4, "ngrams": 2, "buckets": 50, "pooling": "sqrt"},
     "SentaCNN": {"emb_dim": 6, "filters": 5, "window": 3, "hidden2": 4},
     "SentaCNN-5": {"emb_dim": 6, "filters": 5, "window": 5, "hidden2": 4},
     "SentaGRU": {"emb_dim": 6, "hidden": 5, "hidden2": 4},
@@ -18,6 +20,11 @@ SMALL = {
     "SentaBiLSTM": {"emb_dim": 6, "hidden": 5, "hidden2": 4},
     "SentaGRU-attention": {"emb_dim": 6, "hidden": 5, "hidden2": 4, "pooling": "attention"},
     "SentaBiLSTM-attention": {"emb_dim": 6, "hidden": 5, "hidden2": 4, "pooling": "attention"},
+    "SentaCNN-ngrams": {"emb_dim": 6, "filters": 5, "window": 3, "hidden2": 4, "ngrams": 3, "buckets": 50},
+    "SentaGRU-ngrams": {"emb_dim": 6, "hidden": 5, "hidden2": 4, "ngrams": 2, "buckets": 50},
+    "SentaLSTM-ngrams": {"emb_dim": 6, "hidden": 5, "hidden2": 4, "ngrams": 3, "buckets": 50},
+    "SentaBiLSTM-ngrams": {"emb_dim": 6, "hidden": 5, "hidden2": 4, "ngrams": 3, "buckets": 50,
+                           "pooling": "attention"},
 }
 
 
@@ -92,28 +99,59 @@ def test_bow_mean_matches_a_numpy_reference():
     numpy.testing.assert_allclose(model(*tensors(ids, lengths)).numpy(), expected, rtol=1e-5, atol=1e-6)
 
 
-def test_bow_ngrams_average_hashed_ngrams_inside_each_sequence():
-    model = SentaBOW(V, emb_dim=6, hidden=5, hidden2=4, ngrams=3, buckets=17)
+def _code(gram, buckets):
+    """The reference hash of one n-gram (a list of ids)."""
+    h = len(gram)
+    for token in gram:
+        h = (h * 1000003 + token) % buckets
+    return h
+
+
+def test_hash_ngrams_hashes_the_ngram_ending_at_each_position():
+    ids = framework.to_tensor(numpy.array([[3, 4, 5, 9], [7, 8, 1, 1]]))
+    codes = hash_ngrams(ids, 3, 17).numpy()
+    assert codes.shape == (2, 4) and codes.dtype == numpy.int64
+    assert codes.tolist() == [[0, 0, _code([3, 4, 5], 17), _code([4, 5, 9], 17)],
+                              [0, 0, _code([7, 8, 1], 17), _code([8, 1, 1], 17)]]
+    assert hash_ngrams(ids[:, :1], 2, 17).numpy().tolist() == [[0], [0]]   # too short for any bigram
+
+
+def test_ngram_embedding_sums_the_ngrams_ending_at_each_valid_position_and_routes_gradients_there():
+    layer = NGramEmbedding(3, 17, 6)
+    ids = numpy.array([[3, 4, 5, 9], [7, 8, 1, 1]])
+    ids_t, lengths_t = tensors(ids, [4, 2])
+    mask = valid_mask(ids_t, lengths_t)
+    table = layer.weight.numpy()
+    expected = numpy.zeros((2, 4, 6), dtype=numpy.float32)
+    for i, n_valid in enumerate([4, 2]):
+        for t in range(n_valid):
+            for n in (2, 3):
+                if t >= n - 1:
+                    expected[i, t] += table[_code(ids[i, t - n + 1:t + 1].tolist(), 17)]
+    out = layer(ids_t, mask)
+    assert out.shape == (2, 4, 6)
+    numpy.testing.assert_allclose(out.numpy(), expected, rtol=1e-6, atol=1e-7)
+    assert layer.count(mask).numpy().tolist() == [[5.0], [1.0]]           # 3 + 2 n-grams; one bigram
+    out.sum().backward()
+    used = numpy.zeros(17)
+    for code in [_code(g, 17) for g in ([3, 4], [4, 5], [5, 9], [3, 4, 5], [4, 5, 9], [7, 8])]:
+        used[code] += 1                                                   # [8, 1] and [7, 8, 1] reach padding
+    numpy.testing.assert_allclose(layer.weight.grad.numpy(), numpy.repeat(used[:, None], 6, axis=1))
+
+
+@pytest.mark.parametrize("pooling", ["mean", "sqrt"])
+def test_bow_ngrams_pool_hashed_ngrams_inside_each_sequence(pooling):
+    model = SentaBOW(V, emb_dim=6, hidden=5, hidden2=4, ngrams=3, buckets=17, pooling=pooling)
     ids, lengths = numpy.array([[3, 4, 5, 9], [7, 8, 1, 1]]), numpy.array([4, 2])
     unigram, grams = model.embedding.weight.numpy(), model.ngram_embedding.weight.numpy()
-
-    def code(gram):
-        h = len(gram)
-        for token in gram:
-            h = (h * 1000003 + token) % 17
-        return h
-
     expected = []
     for row, n in zip(ids, lengths):
         rows = [unigram[t] for t in row[:n]]
-        rows += [grams[code(row[i:i + k])] for k in (2, 3) for i in range(n - k + 1)]
-        expected.append(numpy.mean(rows, axis=0))
+        rows += [grams[_code(row[i:i + k].tolist(), 17)] for k in (2, 3) for i in range(n - k + 1)]
+        expected.append(numpy.sum(rows, axis=0) / (len(rows) if pooling == "mean" else numpy.sqrt(len(rows))))
     ids_t, lengths_t = tensors(ids, lengths)
-    grams_2, valid_2 = model.ngram_ids(ids_t, valid_mask(ids_t, lengths_t), 2)
-    assert grams_2.numpy()[0].tolist() == [code([3, 4]), code([4, 5]), code([5, 9])]
-    assert valid_2.numpy().tolist() == [[True, True, True], [True, False, False]]
     emb, mask = model.embed(ids_t, lengths_t)
-    pooled = model.encode(ids_t, emb, mask, lengths_t)                     # fc(tanh(mean of the bag))
+    pooled = model.encode(ids_t, emb, mask, lengths_t)                     # fc(tanh(pooled bag))
     p = {k: v.numpy().astype(numpy.float64) for k, v in model.state_dict().items()}
     numpy.testing.assert_allclose(pooled.numpy(), numpy.tanh(numpy.array(expected)) @ p["fc.weight"] + p["fc.bias"],
                                   rtol=1e-5, atol=1e-6)
@@ -157,9 +195,11 @@ def test_bad_lengths_and_ids_are_clear_errors(ids, lengths, message):
 
 
 def test_bad_constructor_arguments():
-    with pytest.raises(ValueError, match="pooling must be 'mean' or 'sum'"):
+    with pytest.raises(ValueError, match="pooling must be 'mean', 'sum' or 'sqrt'"):
         SentaBOW(V, pooling="max")
     with pytest.raises(ValueError, match="window must be a positive odd number"):
         SentaCNN(V, window=4)
     with pytest.raises(ValueError, match="pooling must be 'max' or 'attention'"):
         SentaLSTM(V, pooling="last")
+    with pytest.raises(ValueError, match=r"SentaCNN: need ngrams >= 1, and buckets >= 1 when ngrams > 1"):
+        SentaCNN(V, ngrams=2)
