@@ -1,7 +1,6 @@
 """The Senta zoo cards: the five shipped models load offline and predict, `oar run` / `oar show` on them,
 their files match the cards, and `oar reproduce senta --dry_run` rehearses the whole family without
 touching the repository."""
-import hashlib
 import json
 import os
 
@@ -11,7 +10,7 @@ import yaml
 import framework
 import zoo
 from framework.config import load_config
-from framework.fetch import FetchError
+from framework.fetch import FetchError, sha256_of
 from zoo.api import WeightsError
 from zoo.catalog import ROOT, card
 from zoo.cli import main as oar
@@ -19,20 +18,6 @@ from zoo.cli import main as oar
 MODELS = ("senta_bow", "senta_cnn", "senta_gru", "senta_lstm", "senta_bilstm")
 POSITIVE = ["服务很好，下次还来", "非常满意", "东西不错，物流也快"]
 NEGATIVE = ["质量太差了，非常失望", "太差了，再也不买了", "房间很脏，服务态度差"]
-
-
-def _sha(path):
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
-
-
-@pytest.fixture
-def offline(tmp_path, monkeypatch):
-    """An empty $OAR_HOME and an unreachable package index: anything that tries to fetch fails."""
-    home = tmp_path / "home"
-    monkeypatch.setenv("OAR_HOME", str(home))
-    monkeypatch.setenv("OAR_PACKAGE_INDEX", "http://127.0.0.1:9/simple")
-    return home
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -70,8 +55,8 @@ def test_oar_show_prints_the_card(capsys):
 def test_shipped_files_match_their_card(name):
     entry = card(name)
     weights = entry["weights"]
-    assert _sha(os.path.join(ROOT, weights["path"])) == weights["sha256"]
-    assert _sha(os.path.join(ROOT, weights["vocab"])) == weights["vocab_sha256"]
+    assert sha256_of(os.path.join(ROOT, weights["path"])) == weights["sha256"]
+    assert sha256_of(os.path.join(ROOT, weights["vocab"])) == weights["vocab_sha256"]
     assert entry["overrides"] == [f"task.vocab={weights['vocab']}"]
     with open(os.path.join(ROOT, weights["vocab"]), encoding="utf-8") as f:
         vocab_size = sum(1 for _ in f)
@@ -102,11 +87,11 @@ def test_reproduce_senta_dry_run_leaves_the_repository_alone(small_splits, tmp_p
     protected = [os.path.join(ROOT, p) for p in ("zoo/catalog.yaml", "docs/RESULTS.md",
                                                   "zoo/weights/senta_char_vocab.txt")]
     protected += [os.path.join(ROOT, "zoo", "weights", f"{name}.npz") for name in MODELS]
-    before = {p: _sha(p) for p in protected}
+    before = {p: sha256_of(p) for p in protected}
     out = tmp_path / "out"
     updated = oar(["reproduce", "senta", "--dry_run", "--quiet", "--output_root", str(out),
                    "-o", "train.max_steps=2", "train.eval_every=2", "train.batch_size=8"])
-    assert {p: _sha(p) for p in before} == before
+    assert {p: sha256_of(p) for p in before} == before
     assert [entry["name"] for entry in updated] == list(MODELS)          # one procedure, each card once
     dry = out / "dry_run"
     catalog = {e["name"]: e for e in yaml.safe_load((dry / "zoo" / "catalog.yaml").read_text(encoding="utf-8"))}
@@ -114,11 +99,11 @@ def test_reproduce_senta_dry_run_leaves_the_repository_alone(small_splits, tmp_p
         assert catalog[entry["name"]] == entry and entry["metrics"]["split"] == "test"
         assert 0.0 <= entry["metrics"]["acc"] <= 1.0 and 0.0 <= entry["metrics"]["macro_f1"] <= 1.0
         weights = dry / entry["weights"]["path"]
-        assert _sha(weights) == entry["weights"]["sha256"]
+        assert sha256_of(weights) == entry["weights"]["sha256"]
         assert all(v.dtype.name == "float16" for v in framework.load(str(weights))["model"].values())
     assert catalog["lac"] == card("lac")                                  # other cards are untouched
     vocab = dry / "zoo" / "weights" / "senta_char_vocab.txt"
-    assert _sha(vocab) == before[os.path.join(ROOT, "zoo/weights/senta_char_vocab.txt")]   # deterministic
+    assert sha256_of(vocab) == before[os.path.join(ROOT, "zoo/weights/senta_char_vocab.txt")]   # deterministic
     results = (dry / "docs" / "RESULTS.md").read_text(encoding="utf-8")
     block = results[results.index("<!-- reproduce:senta -->"):results.index("<!-- /reproduce:senta -->")]
     rows = [line for line in block.splitlines() if line.startswith("| senta_")]

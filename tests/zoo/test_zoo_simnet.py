@@ -2,7 +2,6 @@
 threshold, `oar run` takes pairs, `oar show` prints the card, the shipped files match their cards, a user's
 pair file trains and evaluates through the shipped configs, and `oar reproduce simnet --dry_run` updates
 every card from one procedure without touching the repository."""
-import hashlib
 import json
 import os
 
@@ -13,6 +12,7 @@ import yaml
 import framework
 import zoo
 from framework.config import load_config
+from framework.fetch import sha256_of
 from nlp.matching_reproduce import SIMNET_MODELS
 from zoo.api import WeightsError
 from zoo.catalog import ROOT, card
@@ -21,20 +21,6 @@ from zoo.cli import main as oar
 EXAMPLE = os.path.join(ROOT, "examples", "matching_pairs.tsv")
 PAIRS = [("今天天气很好", "今天天气不错"), ("中国向美国出口大豆", "美国向中国出口大豆"), ("", "今天天气很好"),
          ("火车晚点了两个小时", "火车晚点了两个小时"), ("很长的句子" * 200, "短句")]
-
-
-def _sha(path):
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
-
-
-@pytest.fixture
-def offline(tmp_path, monkeypatch):
-    """An empty $OAR_HOME and an unreachable package index: anything that tries to fetch or build fails."""
-    home = tmp_path / "home"
-    monkeypatch.setenv("OAR_HOME", str(home))
-    monkeypatch.setenv("OAR_PACKAGE_INDEX", "http://127.0.0.1:9/simple")
-    return home
 
 
 @pytest.mark.parametrize("name", SIMNET_MODELS)
@@ -86,8 +72,8 @@ def test_shipped_files_match_their_card(name):
     weights = entry["weights"]
     assert entry["config"] == f"configs/nlp/{name}.yaml" and entry["task"] == "matching"
     path = os.path.join(ROOT, weights["path"])
-    assert _sha(path) == weights["sha256"] and os.path.getsize(path) <= 8 * 2 ** 20
-    assert _sha(os.path.join(ROOT, weights["vocab"])) == weights["vocab_sha256"]
+    assert sha256_of(path) == weights["sha256"] and os.path.getsize(path) <= 8 * 2 ** 20
+    assert sha256_of(os.path.join(ROOT, weights["vocab"])) == weights["vocab_sha256"]
     assert entry["overrides"] == [f"task.vocab={weights['vocab']}"]
     state = framework.load(path)["model"]
     assert state.pop("threshold").dtype == numpy.float32
@@ -152,18 +138,18 @@ def test_reproduce_simnet_dry_run_updates_every_card_once(tmp_path, monkeypatch)
     protected = [os.path.join(ROOT, p) for p in ("zoo/catalog.yaml", "docs/RESULTS.md", card("simnet_bow_pointwise")
                                                   ["weights"]["vocab"])]
     protected += [os.path.join(ROOT, card(name)["weights"]["path"]) for name in SIMNET_MODELS]
-    before = {p: _sha(p) for p in protected}
+    before = {p: sha256_of(p) for p in protected}
     out = tmp_path / "out"
     updated = oar(["reproduce", "simnet", "--dry_run", "--quiet", "--output_root", str(out), "-o",
                    *_own_pairs(EXAMPLE), "train.max_steps=2", "train.eval_every=2", "train.batch_size=4"])
-    assert {p: _sha(p) for p in before} == before
+    assert {p: sha256_of(p) for p in before} == before
     assert [entry["name"] for entry in updated] == list(SIMNET_MODELS)          # one procedure, each card once
     dry = out / "dry_run"
     catalog = {e["name"]: e for e in yaml.safe_load((dry / "zoo" / "catalog.yaml").read_text(encoding="utf-8"))}
     for entry in updated:
         assert catalog[entry["name"]] == entry and entry["metrics"]["split"] == "test"
-        assert _sha(dry / entry["weights"]["path"]) == entry["weights"]["sha256"]
-        assert _sha(dry / entry["weights"]["vocab"]) == entry["weights"]["vocab_sha256"]
+        assert sha256_of(dry / entry["weights"]["path"]) == entry["weights"]["sha256"]
+        assert sha256_of(dry / entry["weights"]["vocab"]) == entry["weights"]["vocab_sha256"]
     assert catalog["senta_cnn"] == card("senta_cnn")                          # other cards are untouched
     results = (dry / "docs" / "RESULTS.md").read_text(encoding="utf-8")
     block = results[results.index("<!-- reproduce:simnet -->"):results.index("<!-- /reproduce:simnet -->")]
