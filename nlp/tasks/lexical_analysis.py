@@ -24,10 +24,19 @@ sentence-ending punctuation where possible (:func:`nlp.data.text.split_points`),
 the chunks are tagged independently (batched together) and their character
 tags joined before the user dictionary and the grouping are applied, so memory
 stays bounded for any input size.
+
+**Lexicon features.** With ``lexicon_file`` the task matches that word list
+against the character ids of every batch (training, evaluation and raw text
+alike) with :class:`~nlp.data.lexicon.LexiconFeatures` and passes the
+features to the model as ``lexicon``; the model must read as many
+(``lexicon_features``). The lexicon needs the character vocabulary
+(``vocab_file``) to match on ids. A batch that already holds ``lexicon``
+features (N, T, F) (a dataset's jackknifed training features, see
+:class:`~nlp.data.peoples_daily.PeoplesDailyTagging`) is used as it is.
 """
 import numpy
 
-from framework import backend, no_grad, to_tensor
+from framework import Tensor, backend, no_grad, to_tensor
 from framework.config import ConfigError
 from framework.engine import Task
 from framework.engine.task import to_tensors
@@ -36,13 +45,14 @@ from framework.io import SequenceCollator
 from framework.nn import functional as F
 from framework.registry import TASKS
 
+from nlp.data.lexicon import DEFAULT_MAX_LEN, LexiconFeatures, load_lexicon
 from nlp.data.peoples_daily import TAGSET as PEOPLES_DAILY_TAGSET, file_tagset
 from nlp.data.text import split_points
 from nlp.data.vocab import TagSet, Vocab
 from nlp.lac.customization import Customization, load_customization
 from nlp.lac.preprocess import CharPreprocessor
 
-__all__ = ["LexicalAnalysis", "expand_tags", "group_words"]
+__all__ = ["LexicalAnalysis", "TaggingCollator", "expand_tags", "group_words"]
 
 
 def expand_tags(tags, word_lengths):
@@ -65,6 +75,15 @@ def group_words(text, char_tags):
     return [text[a:b] for a, b in zip(starts, ends)], [char_tags[b - 1][:-2] for b in ends]
 
 
+class TaggingCollator:
+    """Pads ``tokens``, ``labels`` and, when the samples carry it, ``lexicon`` (:class:`SequenceCollator`)."""
+
+    def __call__(self, samples):
+        """A list of sample dicts -> a batch dict (see :class:`LexicalAnalysis` for its keys)."""
+        keys = ["tokens", "labels"] + (["lexicon"] if samples and "lexicon" in samples[0] else [])
+        return SequenceCollator(keys)(samples)
+
+
 @TASKS.register()
 class LexicalAnalysis(Task):
     """Train, evaluate and run a CRF tagger on text (see the module docstring).
@@ -85,18 +104,23 @@ class LexicalAnalysis(Task):
         batch_size: texts per forward pass in :meth:`predict_raw`.
         max_chunk_len: longest text (characters) tagged in one piece by :meth:`predict_raw`.
         max_batch_tokens: most padded ids (texts x longest) in one forward pass of :meth:`predict_raw`.
+        lexicon_file: a word list (:func:`~nlp.data.lexicon.load_lexicon`) whose matches the model reads as
+            lexicon features (module docstring); needs ``vocab_file`` (or a character preprocessor).
+        lexicon_max_len: the longest lexicon word length with features (K: 3K - 4 features per position).
         constrain_decoding: decode only well-formed label sequences (``X-I`` only after ``X-B`` or
             ``X-I``), the way the corpus and the metrics read words; False decodes as the official LAC
             does (its postprocessing then joins an ill-formed ``-I`` to the previous word).
         metrics: metric objects for evaluation (default: one ``LexicalMetrics``).
 
     Batches (training and evaluation): ``tokens`` (N, T) int64, ``tokens_lengths``
-    (N,) int64 and ``labels`` (N, T) int64 (:attr:`collate_fn` pads them).
+    (N,) int64, ``labels`` (N, T) int64 and optionally ``lexicon`` (N, T, F) float32
+    (:attr:`collate_fn` pads them).
     """
 
     def __init__(self, model, preprocessor=None, tag_names=None, vocab_file: str = None, tag_file: str = None,
                  tagged_file: str = None, customization=None, batch_size: int = 64, max_chunk_len: int = 10000,
-                 max_batch_tokens: int = 8192, constrain_decoding: bool = False, metrics=None):
+                 max_batch_tokens: int = 8192, lexicon_file: str = None, lexicon_max_len: int = DEFAULT_MAX_LEN,
+                 constrain_decoding: bool = False, metrics=None):
         if min(batch_size, max_chunk_len, max_batch_tokens) < 1:
             raise ValueError(f"LexicalAnalysis: batch_size, max_chunk_len and max_batch_tokens must be >= 1, "
                              f"got {batch_size}, {max_chunk_len} and {max_batch_tokens}")
@@ -113,6 +137,7 @@ class LexicalAnalysis(Task):
             raise ConfigError(f"LexicalAnalysis: {len(tag_names)} tag names{origin} but the model has "
                               f"num_tags={num_tags}; set model.num_tags: {len(tag_names)}")
         self.preprocessor = preprocessor
+        self.lexicon = self._lexicon_features(lexicon_file, lexicon_max_len) if lexicon_file else None
         self.tag_names = list(tag_names) if tag_names is not None else None
         if isinstance(customization, str):
             self.load_customization(customization)
@@ -123,7 +148,34 @@ class LexicalAnalysis(Task):
         self._metrics = metrics
         self.constrain_decoding = bool(constrain_decoding)
         self._forbidden = None                               # (tag names, penalty array), built on first use
-        self.collate_fn = SequenceCollator(["tokens", "labels"])
+        self.collate_fn = TaggingCollator()
+
+    def _lexicon_features(self, lexicon_file, max_len):
+        """The :class:`LexiconFeatures` of ``lexicon_file`` over the preprocessor's vocabulary, checked against
+        the model's ``lexicon_features``."""
+        vocab = getattr(self.preprocessor, "vocab", None)
+        if vocab is None:
+            raise ConfigError(f"LexicalAnalysis: lexicon_file {lexicon_file} needs the character vocabulary "
+                              f"the model reads; set task.vocab_file")
+        features = LexiconFeatures(load_lexicon(lexicon_file), vocab, max_len)
+        wanted = getattr(self.model, "lexicon_features", None)
+        if wanted != features.num_features:
+            raise ConfigError(f"LexicalAnalysis: lexicon_max_len={max_len} gives {features.num_features} lexicon "
+                              f"features per position but the model reads {wanted}; set model.lexicon_features: "
+                              f"{features.num_features}")
+        return features
+
+    def _emissions(self, batch):
+        """The model's emissions (N, T, K) for a batch's ``tokens`` and ``tokens_lengths`` and its lexicon
+        features: the batch's ``lexicon`` if it has one, else the task's lexicon's matches (if any)."""
+        tokens, lengths = batch["tokens"], batch["tokens_lengths"]
+        if "lexicon" in batch:
+            return self.model(tokens, lengths, lexicon=batch["lexicon"])
+        if self.lexicon is None:
+            return self.model(tokens, lengths)
+        ids = tokens.data if isinstance(tokens, Tensor) else tokens
+        features = self.lexicon(ids)                                             # (N, T, F), on the ids' device
+        return self.model(tokens, lengths, lexicon=to_tensor(features, device=backend.device_of(ids)))
 
     # ---- user dictionary ---------------------------------------------------------
     def load_customization(self, source, sep=None):
@@ -139,9 +191,7 @@ class LexicalAnalysis(Task):
     # ---- training and evaluation ---------------------------------------------------
     def loss(self, batch):
         """Mean CRF negative log-likelihood of the gold ``labels`` over the batch (a scalar Tensor)."""
-        lengths = batch["tokens_lengths"]
-        emissions = self.model(batch["tokens"], lengths)                         # (N, T, K)
-        return self.model.crf(emissions, batch["labels"], lengths).mean()
+        return self.model.crf(self._emissions(batch), batch["labels"], batch["tokens_lengths"]).mean()
 
     def predict_batch(self, batch):
         """``{"tags": (N, T) int64 Viterbi paths (0 past each length), "lengths": (N,)}``.
@@ -150,7 +200,7 @@ class LexicalAnalysis(Task):
         present, are passed along for :meth:`postprocess`.
         """
         lengths = batch["tokens_lengths"]
-        emissions = self.model(batch["tokens"], lengths)                         # (N, T, K)
+        emissions = self._emissions(batch)                                       # (N, T, K)
         transition = self.model.crf.transition
         if self.constrain_decoding:
             transition = transition + self._forbidden_transitions(transition)

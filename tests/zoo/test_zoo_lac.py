@@ -40,6 +40,7 @@ def test_card_names_its_files_and_their_hashes():
     assert entry["config"] == "configs/nlp/lac_pku.yaml" and entry["source"] == "oar reproduce lac_pku"
     assert _sha(os.path.join(ROOT, weights["path"])) == weights["sha256"]
     assert _sha(os.path.join(ROOT, weights["vocab"])) == weights["vocab_sha256"]
+    assert _sha(os.path.join(ROOT, weights["lexicon"])) == weights["lexicon_sha256"]
     assert os.path.getsize(os.path.join(ROOT, weights["path"])) <= 8 * 2 ** 20
     state = framework.load(os.path.join(ROOT, weights["path"]))["model"]
     assert {v.dtype for v in state.values() if v.dtype.kind == "f"} == {numpy.dtype(numpy.float16)}
@@ -61,6 +62,7 @@ def test_lac_pku_runs_offline_without_the_corpus(tmp_path, monkeypatch):
     monkeypatch.setattr(framework.fetch, "fetch", no_fetch)
     monkeypatch.setattr(nlp.data.peoples_daily, "fetch", no_fetch)
     task = zoo.load("lac_pku")
+    assert task.lexicon.num_words > 10000             # the shipped lexicon feeds the model
     texts = ["今天是个好日子", "", "中国人民银行在北京召开会议。"]
     results = task.predict(texts)
     assert ["".join(r["words"]) for r in results] == texts
@@ -103,7 +105,8 @@ def _reproduce(args):
 def test_reproduce_lac_pku_dry_run_leaves_the_repository_alone(tiny_corpus, tmp_path):
     corpus, vocab_size = tiny_corpus
     protected = [os.path.join(ROOT, p) for p in ("zoo/catalog.yaml", "zoo/weights/lac_pku.npz",
-                                                  "zoo/weights/lac_pku.vocab.txt", "docs/RESULTS.md")]
+                                                  "zoo/weights/lac_pku.vocab.txt", "zoo/weights/lac_pku.lexicon.txt",
+                                                  "docs/RESULTS.md")]
     before = {p: _sha(p) for p in protected if os.path.exists(p)}
     out = tmp_path / "out"
     overrides = [f"data.{split}.corpus_file={corpus}" for split in ("train", "eval", "test")]
@@ -122,9 +125,17 @@ def test_reproduce_lac_pku_dry_run_leaves_the_repository_alone(tiny_corpus, tmp_
     from nlp.data.peoples_daily import char_vocab
     from nlp.data.vocab import Vocab
     assert Vocab.load(str(dry / entry["weights"]["vocab"])) == char_vocab(2, corpus)
+    from nlp.data.lexicon import load_lexicon
+    from nlp.data.peoples_daily import train_lexicon
+    lexicon = dry / entry["weights"]["lexicon"]
+    with open(os.path.join(ROOT, entry["config"]), encoding="utf-8") as f:
+        min_freq = yaml.safe_load(f)["data"]["train"]["lexicon_min_freq"]
+    assert load_lexicon(str(lexicon)) == train_lexicon(min_freq, path=corpus) and len(load_lexicon(str(lexicon))) > 5
+    assert _sha(lexicon) == entry["weights"]["lexicon_sha256"]
     results = (dry / "docs" / "RESULTS.md").read_text(encoding="utf-8")
     block = results[results.index("<!-- reproduce:lac_pku -->"):results.index("<!-- /reproduce:lac_pku -->")]
     assert "`oar reproduce lac_pku`" in block and "| segmentation |" in block and "CPU time" in block
+    assert "lexicon" in block and "hashed character n-grams" in block
 
 
 def test_reproduce_rejects_a_vocab_size_that_does_not_fit(tiny_corpus, tmp_path, capsys):
