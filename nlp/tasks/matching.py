@@ -54,6 +54,7 @@ from nlp.data.tokenizers import build_tokenizer
 from nlp.data.vocab import Vocab
 from nlp.metrics_matching import MatchAccuracy, MatchAUC, NegTypeAccuracy, RankingAccuracy, ScoredPairs, \
     ThresholdSearch
+from nlp.tasks.sentiment import task_vocab
 
 __all__ = ["MatchingCollator", "TextMatching", "corpus_texts", "prepare_vocab"]
 
@@ -179,16 +180,8 @@ class TextMatching(Task):
         self._metrics = metrics
         self._training = False
         self.tokenizer = build_tokenizer(tokenizer or {"type": "char"}, where="task.tokenizer")
-        capacity = getattr(model, "vocab_size", None)
-        if vocab is None:
-            self.vocab = prepare_vocab(self.tokenizer, corpus, min_freq, capacity)
-        else:
-            if not os.path.isfile(vocab):
-                raise FileNotFoundError(f"TextMatching: vocabulary file not found: {vocab}")
-            self.vocab = Vocab.load(vocab)
-        if capacity is not None and len(self.vocab) > capacity:
-            raise ValueError(f"TextMatching: the vocabulary has {len(self.vocab)} tokens but the model embeds "
-                             f"only vocab_size={capacity}")
+        self.vocab = task_vocab("TextMatching", vocab, model,
+                                lambda capacity: prepare_vocab(self.tokenizer, corpus, min_freq, capacity))
         self.collate_fn = MatchingCollator(self.tokenizer, self.vocab, max_len)
 
     @property

