@@ -46,7 +46,7 @@ from .data.progress import ProgressLine
 from .data.synthetic import SHAPES, ensure_synthetic_set, plan_video, spec_from_config
 from .tasks.feature_recognition import resolve_path
 
-__all__ = ["SyntheticFrameAttributes", "FrameAttributes", "FrameAttributeMetrics", "NUM_OUTPUTS", "frame_targets",
+__all__ = ["SyntheticFrameAttributes", "mirror_frames", "FrameAttributes", "FrameAttributeMetrics", "NUM_OUTPUTS", "frame_targets",
            "synthetic_features_folder", "SyntheticFeatures"]
 
 NUM_OUTPUTS = len(SHAPES) + 1 + 5
@@ -75,6 +75,8 @@ class SyntheticFrameAttributes(Dataset):
         size: crop size; frames go through :func:`video.data.features.feature_transforms` (the same
             pipeline the feature extraction uses).
         num, seed, spec, root: the set, as :class:`video.data.datasets.SyntheticVideos`.
+        symmetries: mirror each video's frames by one of the 8 symmetries of the square, drawn per sample,
+            with the targets moved to match (:func:`mirror_frames`); for training.
 
     Sample: ``{"imgs": (F, 3, size, size) float32, "shape": (F,) int64, "visible": (F,) float32,
     "geometry": (F, 5) float32}``. Decoded videos are kept in memory (about 1.5 MB per video of the
@@ -82,13 +84,13 @@ class SyntheticFrameAttributes(Dataset):
     """
 
     def __init__(self, split: str, frames_per_video: int = 4, size: int = 64, num: int = 1200, seed: int = 0,
-                 spec: dict = None, root: str = None):
+                 spec: dict = None, root: str = None, symmetries: bool = False):
         if split not in ("train", "dev", "test") or frames_per_video < 1:
             raise ValueError(f"SyntheticFrameAttributes: split must be train, dev or test and frames_per_video "
                              f">= 1, got {split!r}, {frames_per_video}")
         self.spec = spec_from_config(spec)
         self.folder = ensure_synthetic_set(num, seed, self.spec, root)
-        self.split, self.seed, self.frames = split, int(seed), int(frames_per_video)
+        self.split, self.seed, self.frames, self.symmetries = split, int(seed), int(frames_per_video), bool(symmetries)
         self.transform = Compose(feature_transforms(size))
         with open(os.path.join(self.folder, f"motion_{split}.txt"), encoding="utf-8") as f:
             self.items = [(path, int(label)) for path, label in (line.split() for line in f if line.strip())]
@@ -109,8 +111,31 @@ class SyntheticFrameAttributes(Dataset):
             with VideoReader(os.path.join(self.folder, path)) as reader:
                 self._frames[index] = reader.get_frames(numpy.arange(len(reader)))
         frames = self._frames[index][picks]
-        targets = frame_targets(plan)
-        return {"imgs": self.transform({"imgs": frames})["imgs"], **{k: v[picks] for k, v in targets.items()}}
+        targets = {k: v[picks] for k, v in frame_targets(plan).items()}
+        imgs = self.transform({"imgs": frames})["imgs"]
+        if self.symmetries:
+            imgs, targets["geometry"] = mirror_frames(imgs, targets["geometry"], sample_rng().integers(8))
+        return {"imgs": imgs, **targets}
+
+
+def mirror_frames(imgs, geometry, which):
+    """One of the 8 symmetries of the square applied to frames and their targets (the shape is unchanged).
+
+    ``which`` (0-7): bit 0 mirrors left-right, bit 1 top-bottom, bit 2 swaps the axes (a mirror about the
+    diagonal; frames must be square). ``imgs`` (F, C, H, W); ``geometry`` (F, 5) as :func:`frame_targets`
+    (x, y, log size, cos, sin of the angle, with y and the angle measured downwards on screen).
+    Returns the new ``(imgs, geometry)``.
+    """
+    geometry = geometry.copy()
+    x, y, cos, sin = (geometry[:, i].copy() for i in (0, 1, 3, 4))
+    if which & 1:
+        imgs, x, cos = imgs[..., ::-1], 1 - x, -cos
+    if which & 2:
+        imgs, y, sin = imgs[..., ::-1, :], 1 - y, -sin
+    if which & 4:
+        imgs, x, y, cos, sin = imgs.swapaxes(-1, -2), y, x, sin, cos
+    geometry[:, 0], geometry[:, 1], geometry[:, 3], geometry[:, 4] = x, y, cos, sin
+    return numpy.ascontiguousarray(imgs), geometry
 
 
 @METRICS.register()
@@ -221,7 +246,7 @@ class SyntheticFeatures(FrameFeatureDataset):
         backbone, backbone_weights, size, extract_frames: the image model config (``num_classes`` is set
             to 0), its weights, crop size and frames per video used to make the features (see
             :func:`synthetic_features_folder`; made once).
-        num_frames, mode, max_frames: sampling, as :class:`~video.data.datasets.FrameFeatureDataset`.
+        num_frames, mode, max_frames, transforms: as :class:`~video.data.datasets.FrameFeatureDataset`.
         num, seed, spec, root: the set, as :class:`~video.data.datasets.SyntheticVideos`.
 
     Sample: ``{"rgb": (T, dim) float32, "label": (18,) float32 multi-hot, "path"}``.
@@ -229,11 +254,11 @@ class SyntheticFeatures(FrameFeatureDataset):
 
     def __init__(self, split: str, backbone: dict, backbone_weights: str, size: int = 64, extract_frames: int = 16,
                  num_frames: int = None, mode: str = "test", max_frames: int = None, num: int = 1200,
-                 seed: int = 0, spec: dict = None, root: str = None):
+                 seed: int = 0, spec: dict = None, root: str = None, transforms: list = None):
         if split not in ("train", "dev", "test"):
             raise ValueError(f"SyntheticFeatures: split must be train, dev or test, got {split!r}")
         out, folder = synthetic_features_folder(backbone, backbone_weights, size, extract_frames, num, seed, spec,
                                                 root)
         super().__init__(os.path.join(out, f"multilabel_{split}.txt"), ["rgb"], root=out,
                          class_names=os.path.join(folder, "multilabel_classes.txt"), num_frames=num_frames,
-                         mode=mode, max_frames=max_frames, on_error="raise")
+                         mode=mode, max_frames=max_frames, on_error="raise", transforms=transforms)

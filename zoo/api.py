@@ -37,16 +37,25 @@ def _call_loader(spec):
     return getattr(importlib.import_module(module_name), function)()
 
 
-def _checked_weights(entry):
-    weights = entry.get("weights") or {}
-    path = os.path.join(ROOT, weights.get("path", ""))
-    if not weights.get("path") or not os.path.isfile(path):
-        raise WeightsError(f"model {entry['name']!r}: weights file {path} is missing; "
+def _checked_file(entry, relative, sha256):
+    path = os.path.join(ROOT, relative or "")
+    if not relative or not os.path.isfile(path):
+        raise WeightsError(f"model {entry['name']!r}: file {path} is missing; "
                            f"recreate it with `oar reproduce {entry['name']}`")
-    if weights.get("sha256") and sha256_of(path) != weights["sha256"]:
+    if sha256 and sha256_of(path) != sha256:
         raise WeightsError(f"model {entry['name']!r}: {path} has sha256 {sha256_of(path)}, the card says "
-                           f"{weights['sha256']}; refusing to load it")
+                           f"{sha256}; refusing to load it")
     return path
+
+
+def _checked_weights(entry):
+    """The path of the card's weights file; it and every companion file the card lists as ``<name>`` with a
+    ``<name>_sha256`` (a vocabulary, a feature backbone) must exist and match."""
+    weights = entry.get("weights") or {}
+    for key, value in weights.items():
+        if key.endswith("_sha256") and key[:-len("_sha256")] in weights:
+            _checked_file(entry, weights[key[:-len("_sha256")]], value)
+    return _checked_file(entry, weights.get("path"), weights.get("sha256"))
 
 
 def _resolve_repo_files(section):

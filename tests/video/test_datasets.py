@@ -84,6 +84,13 @@ def test_samples_hold_the_sampled_frames(folder):
     assert clips.shape == (1, 4, 3, 24, 24) and clips.dtype == numpy.float32
 
 
+def test_transforms_see_the_label_and_may_move_it(folder):
+    path = write_list(folder / "list.txt", ["videos/a.mp4 0", "videos/b.webm 2"])
+    reverse = [{"type": "RandomTimeReverse", "p": 1.0, "label_map": [1, 0, 2]}]
+    data = VideoDataset(path, TEST_SAMPLER, reverse, class_names=str(folder / "classes.txt"))
+    assert frame_numbers(data[0]["imgs"]) == [17, 12, 7, 2] and data[0]["label"] == 1 and data[1]["label"] == 2
+
+
 def test_short_videos_loop(folder):
     path = write_list(folder / "list.txt", ["videos/short.avi 0"])
     sample = VideoDataset(path, {"type": "ClipSampler", "clip_len": 5, "frame_interval": 1, "mode": "test"})[0]
@@ -186,6 +193,13 @@ def test_frame_features_sampling(features):
     drawn = train[0]["rgb"]
     rows = [int(numpy.flatnonzero((full == row).all(axis=1))[0]) for row in drawn]
     assert rows == sorted(rows) and len(set(rows)) == 4 and max(rows) < 8
+
+
+def test_frame_feature_transforms(features):
+    reverse = [{"type": "RandomTimeReverse", "p": 1.0, "keys": ["rgb"], "label_map": [1, 0]}]
+    sample = FrameFeatureDataset(str(features / "train.txt"), num_classes=4, transforms=reverse)[0]
+    numpy.testing.assert_array_equal(sample["rgb"], numpy.load(features / "rgb" / "v0.npy")[::-1])
+    assert sample["label"].tolist() == [0, 1, 0, 1] and sample["path"] == "v0"  # labels 0,3 -> 1,3
 
 
 def test_frame_feature_errors(features):

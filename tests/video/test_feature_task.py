@@ -11,7 +11,7 @@ import vision.models  # noqa: E402,F401
 from framework.engine.task import to_tensors  # noqa: E402
 from framework.registry import MODELS  # noqa: E402
 from video.data.synthetic import SyntheticSpec, plan_video  # noqa: E402
-from video.feature_backbone import (NUM_OUTPUTS, FrameAttributeMetrics, FrameAttributes,  # noqa: E402
+from video.feature_backbone import (NUM_OUTPUTS, mirror_frames, FrameAttributeMetrics, FrameAttributes,  # noqa: E402
                                     SyntheticFeatures, SyntheticFrameAttributes, frame_targets)
 from video.models.attention_lstm import AttentionLSTM  # noqa: E402
 from video.tasks.feature_recognition import FeatureRecognition, LabelGroupAccuracy  # noqa: E402
@@ -42,6 +42,23 @@ def test_frame_targets_follow_the_plan():
     assert targets["visible"].all() and (targets["shape"] == plan.shape).all()
     appear = frame_targets(plan_video(8, numpy.random.default_rng(3)))
     assert appear["visible"][0] == 0 and appear["visible"][-1] == 1
+
+
+@pytest.mark.parametrize("which", range(8))
+def test_mirrored_frames_keep_their_targets_true(which):
+    size, x, y, angle = 40, 0.3, 0.2, 0.6                 # object centre and mark direction (downwards on screen)
+    mark = (x + 0.25 * numpy.cos(angle), y + 0.25 * numpy.sin(angle))
+    imgs = numpy.zeros((1, 3, size, size), numpy.float32)
+    imgs[0, 0, int(y * size), int(x * size)] = 1.0        # channel 0: the centre, channel 1: the mark
+    imgs[0, 1, int(mark[1] * size), int(mark[0] * size)] = 1.0
+    geometry = numpy.array([[x + 0.5 / size, y + 0.5 / size, -1.0, numpy.cos(angle), numpy.sin(angle)]], numpy.float32)
+    out, moved = mirror_frames(imgs, geometry, which)
+    (cy,), (cx,) = numpy.nonzero(out[0, 0])
+    (my,), (mx,) = numpy.nonzero(out[0, 1])
+    numpy.testing.assert_allclose(moved[0, :2], [(cx + 0.5) / size, (cy + 0.5) / size], atol=1e-6)
+    direction = numpy.array([mx - cx, my - cy], numpy.float64)
+    numpy.testing.assert_allclose(moved[0, 3:], direction / numpy.linalg.norm(direction), atol=0.08)
+    assert moved[0, 2] == -1.0 and geometry[0, 0] == numpy.float32(x + 0.5 / size)
 
 
 def test_frame_attribute_dataset_and_task(tiny):

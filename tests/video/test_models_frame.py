@@ -103,3 +103,55 @@ def test_pretrained_backbone_loads_from_a_checkpoint_or_an_image_resnet(tmp_path
             k: v for k, v in framework.load(image_net).items() if not k.startswith("fc.")}
         for key, value in target.backbone.state_dict().items():
             numpy.testing.assert_array_equal(_array(value), _array(expected[key]), err_msg=key)
+
+
+def _image_resnet(tmp_path, depth_layers=(2, 2, 2, 2), width=4):
+    framework.seed(1)
+    net = MODELS.build({"type": "ResNet", "block": "basic", "layers": list(depth_layers), "num_classes": 7,
+                        "base_channels": width})
+    path = str(tmp_path / "resnet.npz")
+    framework.save(net.state_dict(), path)
+    return net, path
+
+
+def test_stnet_inflates_an_image_conv1_to_its_super_image(tmp_path):
+    net, path = _image_resnet(tmp_path)
+    stnet = MODELS.build({"type": "StNet", "num_classes": 5, "depth": 18, "base_channels": 4, "num_segments": 2,
+                          "seglen": 3, "pretrained": path})
+    assert stnet.backbone.conv1.weight.shape == (4, 9, 7, 7)
+    frame = numpy.random.default_rng(0).standard_normal((1, 3, 16, 16)).astype("float32")
+    super_image = framework.to_tensor(numpy.tile(frame, (1, 3, 1, 1)))    # three equal frames
+    numpy.testing.assert_allclose(F.conv2d(super_image, stnet.backbone.conv1.weight, padding=3).numpy(),
+                                  F.conv2d(framework.to_tensor(frame), net.conv1.weight, padding=3).numpy(),
+                                  rtol=1e-5, atol=1e-5)
+    numpy.testing.assert_array_equal(_array(stnet.backbone.layer3[0].conv1.weight), _array(net.layer3[0].conv1.weight))
+
+
+def test_nonlocal_inflates_an_image_resnet_into_its_3d_kernels(tmp_path):
+    net, path = _image_resnet(tmp_path)
+    fresh = MODELS.build({"type": "NonLocalNet", "num_classes": 5, "depth": 18, "base_channels": 4, "mode": "i3d"})
+    framework.seed(2)
+    model = MODELS.build({"type": "NonLocalNet", "num_classes": 5, "depth": 18, "base_channels": 4, "mode": "i3d",
+                          "pretrained": path})
+    image, own = net.state_dict(), model.backbone.state_dict()
+    conv1 = _array(own["conv1.weight"])
+    assert conv1.shape == (4, 3, 5, 7, 7)
+    numpy.testing.assert_allclose(conv1.sum(axis=2), _array(image["conv1.weight"]), rtol=1e-5, atol=1e-6)
+    numpy.testing.assert_allclose(conv1[:, :, 0] * 5, _array(image["conv1.weight"]), rtol=1e-5, atol=1e-6)
+    inflated = _array(own["stages.1.0.convs.0.weight"])                    # 3x3x3 from layer2.0.conv1
+    numpy.testing.assert_allclose(inflated.sum(axis=2), _array(image["layer2.0.conv1.weight"]), rtol=1e-5, atol=1e-6)
+    for key in ("stages.1.0.convs.1.weight", "stages.1.0.downsample.0.weight", "stages.3.1.bns.1.running_var"):
+        name = key.replace("stages.1.0.convs.1", "layer2.0.conv2").replace("stages.1.0", "layer2.0").replace(
+            "stages.3.1.bns.1", "layer4.1.bn2")
+        numpy.testing.assert_allclose(_array(own[key]).reshape(_array(image[name]).shape), _array(image[name]))
+    nonlocal_key = "stages.1.1.nonlocal_block.theta.weight"
+    assert nonlocal_key in own and not numpy.allclose(_array(own[nonlocal_key]),
+                                                      _array(fresh.backbone.state_dict()[nonlocal_key]))
+    assert (_array(own["stages.1.1.nonlocal_block.bn.weight"]) == 0).all()
+
+
+def test_inflation_refuses_a_backbone_of_another_depth(tmp_path):
+    _, path = _image_resnet(tmp_path, depth_layers=(1, 1, 1, 1))
+    with pytest.raises(Exception, match="does not fit"):
+        MODELS.build({"type": "NonLocalNet", "num_classes": 5, "depth": 18, "base_channels": 4, "mode": "i3d",
+                      "pretrained": path})

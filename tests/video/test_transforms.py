@@ -5,8 +5,8 @@ import pytest
 pytest.importorskip("cv2")
 
 from vision.data.transforms import Compose, Normalize, RandomHorizontalFlip  # noqa: E402
-from video.data.transforms import (FormatClips, MultiScaleCrop, RandomCrop, RandomShortSideScale,  # noqa: E402
-                                   TenCrop, ThreeCrop)
+from video.data.transforms import (FormatClips, MultiScaleCrop, RandomCrop, RandomFlip,  # noqa: E402
+                                   RandomShortSideScale, RandomTimeReverse, TenCrop, ThreeCrop)
 
 
 def located(num=4, height=60, width=80):
@@ -120,3 +120,60 @@ def test_transform_errors_are_clear():
         FormatClips("NHWC")
     with pytest.raises(ValueError, match="low <= high"):
         RandomShortSideScale(40, 30)
+
+
+SWAP_FIRST_TWO = [1, 0, 2]
+
+
+@pytest.mark.parametrize("direction, mirror", [("horizontal", lambda f: f[:, :, ::-1]),
+                                               ("vertical", lambda f: f[:, ::-1]),
+                                               ("diagonal", lambda f: f.transpose(0, 2, 1, 3))])
+def test_random_flip_mirrors_every_frame_and_moves_the_label(direction, mirror):
+    frames = located(height=40, width=40)
+    flipped = RandomFlip(direction, p=1.0, label_map=SWAP_FIRST_TWO)({"imgs": frames, "label": numpy.int64(0)})
+    numpy.testing.assert_array_equal(flipped["imgs"], mirror(frames))
+    assert flipped["label"] == 1 and flipped["label"].dtype == numpy.int64
+    kept = RandomFlip(direction, p=0.0, label_map=SWAP_FIRST_TWO)({"imgs": frames, "label": numpy.int64(0)})
+    assert kept["imgs"] is frames and kept["label"] == 0
+    assert RandomFlip(direction, p=1.0, label_map=SWAP_FIRST_TWO)({"imgs": frames, "label": numpy.int64(2)})[
+        "label"] == 2
+    assert "label" not in RandomFlip(direction, p=1.0, label_map=SWAP_FIRST_TWO)({"imgs": frames})
+
+
+def test_random_flip_draws_once_per_clip():
+    rng = numpy.random.default_rng(0)
+    seen = [origin(RandomFlip(p=0.5)({"imgs": located()}, rng=rng)["imgs"])[2] for _ in range(20)]
+    assert all(len(set(flips)) == 1 for flips in seen) and {flips[0] for flips in seen} == {True, False}
+
+
+def test_time_reverse_reverses_each_view_and_moves_the_label():
+    frames = located(num=6)                                   # two views of clip_len 3: frames 0-2, 3-5
+    sample = {"imgs": frames, "clip_len": 3, "frame_inds": numpy.array([[0, 4, 8], [2, 6, 10]]),
+              "label": numpy.int64(1)}
+    out = RandomTimeReverse(p=1.0, label_map=SWAP_FIRST_TWO)(sample)
+    assert out["imgs"][:, 0, 0, 2].tolist() == [2, 1, 0, 5, 4, 3]
+    assert out["frame_inds"].tolist() == [[8, 4, 0], [10, 6, 2]] and out["label"] == 0
+    assert RandomTimeReverse(p=0.0, label_map=SWAP_FIRST_TWO)(sample) is sample
+
+
+def test_time_reverse_of_features_and_multi_hot_labels():
+    features = numpy.arange(12, dtype=numpy.float32).reshape(4, 3)
+    label = numpy.array([1.0, 0.0, 0.0, 1.0], dtype=numpy.float32)  # motion 0 of a 3-class map, plus class 3
+    out = RandomTimeReverse(p=1.0, label_map=SWAP_FIRST_TWO, keys=["rgb"])({"rgb": features, "label": label})
+    numpy.testing.assert_array_equal(out["rgb"], features[::-1])
+    assert out["label"].tolist() == [0.0, 1.0, 0.0, 1.0] and label.tolist() == [1.0, 0.0, 0.0, 1.0]
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: RandomFlip(label_map=[0, 0, 1]), "label_map must list each of the classes"),
+    (lambda: RandomTimeReverse(label_map=[0.5, 1]), "label_map must list each of the classes"),
+    (lambda: RandomFlip(direction="sideways"), "direction must be one of"),
+    (lambda: RandomFlip(direction="diagonal")({"imgs": located()}), "needs square frames"),
+    (lambda: RandomTimeReverse(p=2.0), "p must be in"),
+    (lambda: RandomTimeReverse(p=1.0, keys=["rgb"])({"imgs": located()}), "the sample has no"),
+    (lambda: RandomFlip(p=1.0, label_map=[1, 0, 2])({"imgs": located(), "label": numpy.zeros(2)}),
+     "label_map has 3 classes"),
+])
+def test_label_moving_transform_errors(make, message):
+    with pytest.raises((ValueError, KeyError), match=message):
+        make()

@@ -189,7 +189,8 @@ class _ListDataset(Dataset):
             if entry.line in self._bad:
                 continue
             try:
-                return {**self.load(entry, rng), "label": self.label_of(entry), "path": entry.path}
+                label = self.label_of(entry)
+                return {"label": label, **self.load(entry, rng, label), "path": entry.path}
             except (VideoDecodeError, FeatureFileError, OSError) as exc:
                 failure = f"{self.list_file}:{entry.line}: cannot read {self.resolve(entry.path)}: {exc}"
                 if self.on_error == "raise":
@@ -200,8 +201,9 @@ class _ListDataset(Dataset):
         raise VideoDecodeError(f"{self.list_file}: no readable item among {self.max_skips + 1} in a row from "
                                f"index {index} (last: {last})")
 
-    def load(self, entry, rng):
-        """The data of ``entry`` as a dict (subclasses)."""
+    def load(self, entry, rng, label):
+        """The data of ``entry`` as a dict (subclasses); a ``label`` it holds (moved by a transform such as
+        :class:`~video.data.transforms.RandomTimeReverse`) replaces the list's."""
         raise NotImplementedError
 
 
@@ -210,14 +212,15 @@ def _build(item, who):
 
 
 class ClipLoader:
-    """Decode, sample and transform one video: ``loader(path, rng=None)`` -> sample dict.
+    """Decode, sample and transform one video: ``loader(path, rng=None, label=None)`` -> sample dict.
 
     ``sampler``: a sampler (a ``{type: SegmentSampler, …}`` / ``ClipSampler``
     dict or object, see :mod:`video.data.sampling`); ``transforms``: a list for
     :class:`vision.data.transforms.Compose`; ``fps``: the frame rate of JPEG
     frame folders. The sample holds ``imgs`` (as the transforms leave it; the
     decoded frames are (views x T, H, W, 3) uint8), ``num_frames``, ``fps``,
-    ``frame_inds`` (views, T) and ``clip_len``. This is also what a task uses
+    ``frame_inds`` (views, T) and ``clip_len``, and ``label`` when one is
+    given (label-moving transforms change it). This is also what a task uses
     to predict on one video file.
     """
 
@@ -226,11 +229,13 @@ class ClipLoader:
         self.transform = Compose(transforms)
         self.fps = float(fps)
 
-    def __call__(self, path, rng=None):
+    def __call__(self, path, rng=None, label=None):
         rng = sample_rng() if rng is None else rng
         with VideoReader(path, fps=self.fps) as reader:
             sample = self.sampler({"num_frames": len(reader), "fps": reader.fps}, rng=rng)
             sample["imgs"] = reader.get_frames(sample["frame_inds"].reshape(-1))
+        if label is not None:
+            sample["label"] = label
         return self.transform(sample, rng=rng)
 
     def __repr__(self):
@@ -267,8 +272,8 @@ class VideoDataset(_ListDataset):
     def files_of(self, entry):
         return [self.resolve(entry.path)]
 
-    def load(self, entry, rng):
-        return self.loader(self.resolve(entry.path), rng)
+    def load(self, entry, rng, label):
+        return self.loader(self.resolve(entry.path), rng, label)
 
 
 @DATASETS.register()
@@ -277,9 +282,10 @@ class SyntheticVideos(VideoDataset):
 
     Args:
         split: "train", "dev" or "test".
-        sampler, transforms: as :class:`VideoDataset`. Do not flip clips
-            horizontally: a mirror image swaps move_left/move_right and the
-            rotation sense.
+        sampler, transforms: as :class:`VideoDataset`. Flip or reverse clips only
+            with the ``label_map`` that moves the motion label (a mirror image
+            swaps move_left/move_right and the rotation sense; see
+            ``configs/_base_/video_frames_synth.yaml``).
         labels: "motion" (12 classes, ``label`` an id) or "multilabel" (motion +
             shape, 18 classes, ``label`` multi-hot).
         num, seed, spec: the set (``spec``: :class:`SyntheticSpec` fields, ranges as lists).
@@ -317,13 +323,15 @@ class FrameFeatureDataset(_ListDataset):
             ``mode``: "train" at random, "test" spread evenly (see
             :mod:`video.data.sampling`).
         max_frames: keep at most the first ``max_frames`` frames (before sampling).
+        transforms: applied to the sample after sampling, e.g. ``[{type: RandomTimeReverse, keys: [rgb],
+            label_map: [...]}]``.
 
     Sample: ``{<modality>: (T, dim) float32, …, "label", "path"}``.
     """
 
     def __init__(self, list_file: str, modalities: list = ("rgb",), root: str = None, class_names: str = None,
                  num_classes: int = None, multi_label: bool = True, num_frames: int = None, mode: str = "test",
-                 max_frames: int = None, on_error: str = "skip", max_skips: int = 10):
+                 max_frames: int = None, on_error: str = "skip", max_skips: int = 10, transforms: list = None):
         self.modalities = [str(m) for m in modalities]
         if not self.modalities:
             raise ValueError("FrameFeatureDataset: modalities must name at least one feature folder")
@@ -333,12 +341,13 @@ class FrameFeatureDataset(_ListDataset):
             raise ValueError(f"FrameFeatureDataset: num_frames and max_frames must be positive or None, "
                              f"got {num_frames}, {max_frames}")
         self.num_frames, self.mode, self.max_frames = num_frames, mode, max_frames
+        self.transform = Compose(transforms)
         super().__init__(list_file, root, class_names, num_classes, multi_label, on_error, max_skips)
 
     def files_of(self, entry):
         return [os.path.join(self.root, modality, entry.path + ".npy") for modality in self.modalities]
 
-    def load(self, entry, rng):
+    def load(self, entry, rng, label):
         features = {m: load_features(f) for m, f in zip(self.modalities, self.files_of(entry))}
         lengths = {m: len(a) for m, a in features.items()}
         if len(set(lengths.values())) > 1:
@@ -352,4 +361,4 @@ class FrameFeatureDataset(_ListDataset):
             keep = random_indices(count, self.num_frames, rng)[0]
         else:
             keep = uniform_indices(count, self.num_frames)[0]
-        return {m: a[keep] for m, a in features.items()}
+        return self.transform({**{m: a[keep] for m, a in features.items()}, "label": label}, rng=rng)

@@ -16,17 +16,23 @@ adds, with the same contract:
   side; 4 corners + centre, and their mirror images); they multiply the frames,
   crop-major: (K * F, h, w, C);
 - :class:`FormatClips`: (F, H, W, C) -> (N, T, C, H, W) (or (N, C, T, H, W)),
-  N = F / T views (temporal views x crops), float32 and contiguous.
+  N = F / T views (temporal views x crops), float32 and contiguous;
+- :class:`RandomFlip` / :class:`RandomTimeReverse`: mirror the frames, or play
+  the clip backwards, moving the label with ``label_map`` (as mmaction2's
+  ``flip_label_map``): a mirrored move_left is a move_right, a reversed
+  grow is a shrink. They need the sample's ``label``, which the datasets put
+  in before the transforms run.
 
 All are registered in ``TRANSFORMS``.
 """
 import numpy
 
+from framework.io import sample_rng
 from framework.registry import TRANSFORMS
 from vision.data.transforms import ImageTransform, Resize, image_key
 
 __all__ = ["RandomShortSideScale", "RandomCrop", "MultiScaleCrop", "ThreeCrop", "TenCrop", "FormatClips",
-           "LAYOUTS"]
+           "RandomFlip", "RandomTimeReverse", "check_label_map", "remap_label", "LAYOUTS"]
 
 LAYOUTS = ("NTCHW", "NCTHW")
 
@@ -227,3 +233,100 @@ class FormatClips(ImageTransform):
         clips = frames.reshape((-1, clip_len) + frames.shape[1:])  # (N, T, H, W, C)
         axes = (0, 1, 4, 2, 3) if self.layout == "NTCHW" else (0, 4, 1, 2, 3)
         return {**sample, key: numpy.ascontiguousarray(clips.transpose(axes), dtype=numpy.float32)}
+
+
+def check_label_map(label_map, who):
+    """``label_map`` as an int64 array, checked to be a permutation of 0..K-1 (or None)."""
+    if label_map is None:
+        return None
+    mapping = numpy.asarray(label_map)
+    if mapping.ndim != 1 or mapping.dtype.kind not in "iu" or sorted(mapping.tolist()) != list(range(len(mapping))):
+        raise ValueError(f"{who}: label_map must list each of the classes 0..K-1 once (class i becomes "
+                         f"label_map[i]), got {label_map!r}")
+    return mapping.astype(numpy.int64)
+
+
+def remap_label(sample, label_map, who):
+    """The sample with its ``label`` moved by ``label_map`` (K,): class id i becomes ``label_map[i]``; in a
+    multi-hot label (C,) with C >= K, entry i moves to ``label_map[i]``. Classes from K on, and samples
+    without a label (prediction), are unchanged."""
+    if label_map is None or "label" not in sample:
+        return sample
+    label = numpy.asarray(sample["label"])
+    if label.ndim == 0:
+        moved = numpy.int64(label_map[label]) if 0 <= label < len(label_map) else label
+    elif label.ndim == 1 and label.size >= len(label_map):
+        moved = label.copy()
+        moved[label_map] = label[:len(label_map)]
+    else:
+        raise ValueError(f"{who}: label_map has {len(label_map)} classes; the sample's label has shape "
+                         f"{label.shape}")
+    return {**sample, "label": moved}
+
+
+@TRANSFORMS.register()
+class RandomFlip(ImageTransform):
+    """Mirror every frame with probability ``p`` and move the label by ``label_map`` when mirrored (e.g.
+    move_left <-> move_right). ``direction``: "horizontal" (left-right), "vertical" (top-bottom) or
+    "diagonal" (about the main diagonal: rows become columns; square frames only). Shape unchanged."""
+
+    random = True
+    DIRECTIONS = ("horizontal", "vertical", "diagonal")
+
+    def __init__(self, direction: str = "horizontal", p: float = 0.5, label_map: list = None):
+        if direction not in self.DIRECTIONS or not 0.0 <= p <= 1.0:
+            raise ValueError(f"RandomFlip: direction must be one of {self.DIRECTIONS} and p in [0, 1], "
+                             f"got {direction!r}, {p}")
+        self.direction, self.p = direction, float(p)
+        self.label_map = check_label_map(label_map, "RandomFlip")
+
+    def __call__(self, sample, rng=None):
+        key = image_key(sample, "RandomFlip")
+        images = sample[key]
+        if self.direction == "diagonal" and images.shape[-3] != images.shape[-2]:
+            raise ValueError(f"RandomFlip: a diagonal mirror needs square frames, got {images.shape[-3]}x"
+                             f"{images.shape[-2]}; crop them first")
+        if not (sample_rng() if rng is None else rng).random() < self.p:
+            return sample
+        if self.direction == "diagonal":
+            images = numpy.ascontiguousarray(images.swapaxes(-3, -2))
+        else:
+            images = numpy.flip(images, axis=-2 if self.direction == "horizontal" else -3)
+        return remap_label({**sample, key: images}, self.label_map, "RandomFlip")
+
+
+@TRANSFORMS.register()
+class RandomTimeReverse(ImageTransform):
+    """Play the clip backwards with probability ``p`` and move the label by ``label_map`` (e.g. grow <->
+    shrink, appear <-> disappear).
+
+    ``keys``: the arrays to reverse: by default the clip ``imgs`` (F, H, W, C), reversed inside each
+    temporal view of ``clip_len`` frames (``frame_inds`` (views, T) follows); any other key (e.g. frame
+    features ``rgb`` (T, D)) is reversed along its first axis.
+    """
+
+    random = True
+
+    def __init__(self, p: float = 0.5, label_map: list = None, keys: list = ("imgs",)):
+        if not 0.0 <= p <= 1.0 or not keys:
+            raise ValueError(f"RandomTimeReverse: p must be in [0, 1] and keys name at least one array, "
+                             f"got {p}, {keys!r}")
+        self.p, self.keys = float(p), [str(k) for k in keys]
+        self.label_map = check_label_map(label_map, "RandomTimeReverse")
+
+    def __call__(self, sample, rng=None):
+        missing = [k for k in self.keys if k not in sample]
+        if missing:
+            raise KeyError(f"RandomTimeReverse: the sample has no {missing} (keys: {sorted(sample)})")
+        if not (sample_rng() if rng is None else rng).random() < self.p:
+            return sample
+        out = dict(sample)
+        for key in self.keys:
+            array = numpy.asarray(sample[key])
+            if key == "imgs":
+                clip_len = int(sample.get("clip_len", len(array)))
+                array = array.reshape((-1, clip_len) + array.shape[1:])[:, ::-1].reshape(array.shape)
+            out[key] = numpy.ascontiguousarray(array[::-1] if key != "imgs" else array)
+        if "frame_inds" in sample and "imgs" in self.keys:
+            out["frame_inds"] = numpy.ascontiguousarray(numpy.asarray(sample["frame_inds"])[..., ::-1])
+        return remap_label(out, self.label_map, "RandomTimeReverse")

@@ -17,16 +17,20 @@ Input: clips (B, T, 3, H, W) (the data pipeline's layout; transposed inside).
 Output: scores (B, num_classes).
 """
 
+import numpy
+
 import framework
 import framework.nn.functional as F
 from framework import nn
 from framework.nn import initializer as init
 from framework.registry import MODELS
+from vision.models import load_pretrained
 from vision.models.resnet import ARCHS
 
 from .heads import ClassifierHead, check_clips
+from .tsn import read_backbone_state
 
-__all__ = ["NonLocalNet", "NonLocalBlock", "ResNet3D", "MODES"]
+__all__ = ["NonLocalNet", "NonLocalBlock", "ResNet3D", "MODES", "inflate_2d_state", "load_inflated"]
 
 MODES = ("c2d", "i3d")
 
@@ -118,12 +122,14 @@ class ResNet3D(nn.Layer):
     """The 3-D ResNet of the module docstring, without a head.
 
     Args:
-        depth: 18, 34, 50 or 101. mode: "c2d" or "i3d". base_channels: width of
+        depth: 10, 18, 34, 50 or 101. mode: "c2d" or "i3d". base_channels: width of
         res2 (64 standard). nonlocal_stages: stage indices (0-based, res2 = 0)
         that get a non-local block after each odd-numbered block.
 
     Shape: (B, 3, T, H, W) -> (B, num_features, T / 2, H / 32, W / 32).
     """
+
+    head_name = "fc"  # it has none: weights files of 2D ResNets name their classifier so
 
     def __init__(self, depth=50, mode="c2d", base_channels=64, nonlocal_stages=(1, 2)):
         super().__init__()
@@ -159,28 +165,67 @@ class ResNet3D(nn.Layer):
         return x
 
 
+def inflate_2d_state(state):
+    """A 2D ResNet's entries (torchvision names: ``conv1``, ``layer2.0.conv1``, ``layer2.0.bn1``,
+    ``layer2.0.downsample.0``) renamed to :class:`ResNet3D`'s (``stages.1.0.convs.0``, ``bns.0``, …),
+    kernels still 2D (see :func:`load_inflated`)."""
+    renamed = {}
+    for key, value in state.items():
+        parts = key.split(".")
+        if parts[0].startswith("layer") and parts[0][5:].isdigit():
+            stage = int(parts[0][5:]) - 1
+            layer = parts[2]
+            if layer[:-1] in ("conv", "bn") and layer[-1].isdigit():
+                layer = f"{layer[:-1]}s.{int(layer[-1]) - 1}"
+            key = ".".join(["stages", str(stage), parts[1], layer] + parts[3:])
+        renamed[key] = value
+    return renamed
+
+
+def load_inflated(backbone, path):
+    """Load the 2D ResNet in weights file ``path`` into ``backbone`` (a :class:`ResNet3D`), as I3D and the
+    2019 Non-local nets started from ImageNet: each 2D kernel (O, I, kh, kw) becomes (O, I, t, kh, kw) by
+    repeating it over the t frames of the 3D kernel and dividing by t, so a clip of equal frames gives the
+    2D network's response. The non-local blocks keep their initialisation (their output BN starts at 0,
+    so each block starts as the identity). Missing or mismatched entries raise
+    :class:`vision.models.WeightsError`."""
+    state = inflate_2d_state(read_backbone_state(path))
+    own = backbone.state_dict()
+    for key, value in state.items():
+        target = own.get(key)
+        if target is not None and value.ndim == 4 and target.ndim == 5:
+            t = target.shape[2]
+            state[key] = numpy.repeat(value[:, :, None], t, axis=2) / t
+    state.update({k: v.numpy() for k, v in own.items() if ".nonlocal_block." in k})
+    load_pretrained(backbone, state, source=path)
+
+
 @MODELS.register()
 class NonLocalNet(nn.Layer):
     """C2D / I3D ResNet with non-local blocks in res3 and res4, average pool, dropout, fc.
 
     Args:
         num_classes: output classes.
-        depth: ResNet depth (18, 34, 50, 101).
+        depth: ResNet depth (10, 18, 34, 50, 101).
         mode: "c2d" (2-D kernels; blind to frame order except through the
             non-local blocks) or "i3d" (inflated temporal kernels).
         base_channels: width of res2.
         dropout: before fc (0.5 in the 2019 config).
         nonlocal_stages: which stages get non-local blocks (default res3, res4).
+        pretrained: weights of a 2D ResNet of the same depth and width (or a video model's ``backbone.``),
+            inflated into the 3D kernels (see :func:`load_inflated`).
 
     Shape: (B, T, 3, H, W) with even T -> (B, num_classes).
     """
 
     def __init__(self, num_classes: int = 400, depth: int = 50, mode: str = "c2d", base_channels: int = 64,
-                 dropout: float = 0.5, nonlocal_stages: list = (1, 2)):
+                 dropout: float = 0.5, nonlocal_stages: list = (1, 2), pretrained: str = None):
         super().__init__()
         self.num_classes = int(num_classes)
         self.backbone = ResNet3D(depth, mode, base_channels, tuple(int(s) for s in nonlocal_stages))
         self.head = ClassifierHead(self.backbone.num_features, self.num_classes, dropout)
+        if pretrained:
+            load_inflated(self.backbone, pretrained)
 
     def forward(self, x):
         check_clips(self, x, 3)

@@ -22,7 +22,7 @@ from framework.registry import MODELS
 from vision.models.resnet import ResNet
 
 from .heads import ClassifierHead, check_clips
-from .tsn import resnet_backbone
+from .tsn import load_backbone, resnet_backbone
 
 __all__ = ["StNet", "TemporalConvBlock", "TemporalXception"]
 
@@ -79,17 +79,20 @@ class StNet(nn.Layer):
 
     Args:
         num_classes: output classes.
-        depth: ResNet depth (18, 34, 50, 101).
+        depth: ResNet depth (10, 18, 34, 50, 101).
         num_segments: T, the segments of a training clip (a clip of any T * seglen frames works).
         seglen: frames stacked into each super-image.
         base_channels: width of the ResNet's first stage.
         dropout: before fc (0 in Paddle's StNet).
+        pretrained: weights of a 2D ResNet (or of a video model's ``backbone.``) for the backbone, conv1
+            inflated to the super-image (see :func:`video.models.tsn.load_backbone`), as StNet started
+            from ImageNet.
 
     Shape: (B, T * seglen, 3, H, W) -> (B, num_classes).
     """
 
     def __init__(self, num_classes: int = 400, depth: int = 50, num_segments: int = 7, seglen: int = 5,
-                 base_channels: int = 64, dropout: float = 0.0):
+                 base_channels: int = 64, dropout: float = 0.0, pretrained: str = None):
         super().__init__()
         self.num_classes, self.num_segments, self.seglen = int(num_classes), int(num_segments), int(seglen)
         self.backbone = resnet_backbone(ResNet, depth, in_channels=3 * self.seglen, base_channels=base_channels)
@@ -98,6 +101,8 @@ class StNet(nn.Layer):
         self.temporal4 = TemporalConvBlock(widths[2])
         self.xception = TemporalXception(self.backbone.num_features)
         self.head = ClassifierHead(self.backbone.num_features // 2, self.num_classes, dropout)
+        if pretrained:
+            load_backbone(self.backbone, pretrained)
 
     def forward(self, x):
         check_clips(self, x, 3)

@@ -8,6 +8,8 @@ consensus), then dropout and fc. The consensus ignores frame order.
 
 Input: clips (B, T, 3, H, W), T segments of one frame each. Output: scores (B, num_classes).
 """
+import numpy
+
 import framework
 from framework import nn
 from framework.registry import MODELS
@@ -16,26 +18,41 @@ from vision.models.resnet import ARCHS, ResNet
 
 from .heads import ClassifierHead, check_clips, frames_of
 
-__all__ = ["TSN", "resnet_backbone", "load_backbone"]
+__all__ = ["TSN", "resnet_backbone", "read_backbone_state", "load_backbone"]
 
 
-def load_backbone(backbone, path):
-    """Load the backbone entries of weights file ``path`` into ``backbone`` (a ResNet without fc).
+def read_backbone_state(path):
+    """The 2D ResNet entries ``{name: array}`` of weights file ``path``, without the classifier.
 
     The file may be a state dict or an oar checkpoint (``{"model": state}``); its keys are the ResNet's own
-    (``conv1.weight``) or a video model's (``backbone.conv1.weight``); ``fc.*`` / ``head.*`` are skipped.
-    Missing or mismatched entries raise :class:`vision.models.WeightsError` listing them.
+    (``conv1.weight``) or a video model's (``backbone.conv1.weight``); ``fc.*`` / ``head.*`` are dropped.
     """
     state = framework.load(path)
     state = state.get("model", state) if isinstance(state, dict) else state
     prefix = "backbone."
     if any(k.startswith(prefix) for k in state):
         state = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
-    load_pretrained(backbone, {k: v for k, v in state.items() if not k.startswith("fc.")}, source=path)
+    return {k: numpy.asarray(v) for k, v in state.items() if not k.startswith("fc.")}
+
+
+def load_backbone(backbone, path):
+    """Load the backbone entries of weights file ``path`` (see :func:`read_backbone_state`) into ``backbone``
+    (a ResNet without fc).
+
+    A conv1 that takes ``k`` stacked RGB frames (StNet's super-image, 3k channels) gets an RGB conv1
+    repeated k times over its input channels and divided by k, as StNet inflated ImageNet weights: a
+    super-image of k equal frames then gives the 2D network's response. Missing or mismatched entries
+    raise :class:`vision.models.WeightsError` listing them.
+    """
+    state = read_backbone_state(path)
+    conv1 = backbone.conv1.weight.shape[1]
+    if "conv1.weight" in state and state["conv1.weight"].shape[1] == 3 and conv1 % 3 == 0 and conv1 > 3:
+        state["conv1.weight"] = numpy.tile(state["conv1.weight"], (1, conv1 // 3, 1, 1)) / (conv1 // 3)
+    load_pretrained(backbone, state, source=path)
 
 
 def resnet_backbone(cls, depth, **kwargs):
-    """A ``cls`` (ResNet or a subclass) of ``depth`` (18/34/50/101) without fc: frames -> pooled features."""
+    """A ``cls`` (ResNet or a subclass) of ``depth`` (10/18/34/50/101) without fc: frames -> pooled features."""
     if depth not in ARCHS:
         raise ValueError(f"{cls.__name__}: depth must be one of {sorted(ARCHS)}, got {depth}")
     block, layers = ARCHS[depth]
@@ -48,7 +65,7 @@ class TSN(nn.Layer):
 
     Args:
         num_classes: output classes.
-        depth: ResNet depth (18, 34, 50, 101).
+        depth: ResNet depth (10, 18, 34, 50, 101).
         num_segments: segments per clip in training (any T works at test time).
         base_channels: width of the ResNet's first stage (64 in the standard nets).
         dropout: before fc.

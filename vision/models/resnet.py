@@ -35,8 +35,8 @@ from .common import ImageClassifier, TorchLinear, make_conv, register_variant
 __all__ = ["ResidualBlock", "BasicBlock", "Bottleneck", "ResNet", "ARCHS",
            "resnet18", "resnet34", "resnet50", "resnet101"]
 
-# depth -> (block type, blocks per stage)
-ARCHS = {18: ("basic", (2, 2, 2, 2)), 34: ("basic", (3, 4, 6, 3)),
+# depth -> (block type, blocks per stage); ResNet-10 is the small net of the generated-video configs
+ARCHS = {10: ("basic", (1, 1, 1, 1)), 18: ("basic", (2, 2, 2, 2)), 34: ("basic", (3, 4, 6, 3)),
          50: ("bottleneck", (3, 4, 6, 3)), 101: ("bottleneck", (3, 4, 23, 3))}
 
 
