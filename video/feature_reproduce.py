@@ -25,15 +25,21 @@ METRIC_NAMES = {"motion_acc": "motion_top1", "pair_acc": "pair_collapsed_acc", "
                 "gap": "gap", "hit_at_one": "hit_at_1", "perr": "perr", "map": "map"}
 
 
-def run_one(name, output_root, overrides=(), device=None, quiet=True):
-    """Train ``configs/video/<name>_synth.yaml`` into ``output_root/<name>_synth`` and evaluate it on the
-    test split; returns the row dict (model, metrics rounded to 4 places, train_minutes, checkpoint)."""
+def run_one(name, output_root, overrides=(), device=None, quiet=True, from_runs=None):
+    """Train ``configs/video/<name>_synth.yaml`` into ``output_root/<name>_synth`` (or take
+    ``from_runs/<name>/best.npz``) and evaluate it on the test split; returns the row dict (model, metrics
+    rounded to 4 places, train_minutes, checkpoint)."""
+    from .reproduce import _train_minutes
     cfg = load_config(os.path.join(_ROOT, "configs", "video", f"{name}_synth.yaml"), list(overrides))
-    output_dir = os.path.join(output_root, f"{name}_synth")
-    runner.build_dataset(cfg, "train")          # extracts the features once, outside the timed training
-    start = time.time()
-    runner.train(cfg, output_dir=output_dir, device=device, progress=not quiet)
-    minutes = (time.time() - start) / 60
+    if from_runs:
+        output_dir = os.path.join(from_runs, name)
+        minutes = _train_minutes(output_dir)
+    else:
+        output_dir = os.path.join(output_root, f"{name}_synth")
+        runner.build_dataset(cfg, "train")          # extracts the features once, outside the timed training
+        start = time.time()
+        runner.train(cfg, output_dir=output_dir, device=device, progress=not quiet)
+        minutes = (time.time() - start) / 60
     best = os.path.join(output_dir, "best.npz")
     metrics = runner.evaluate_config(cfg, best, split="test", device=device)
     row = {"model": f"{name}_synth", "labels": "multilabel (12 motions + 6 shapes)", "split": "test"}
@@ -42,14 +48,15 @@ def run_one(name, output_root, overrides=(), device=None, quiet=True):
     return row
 
 
-def run(options):
+def run(options, overrides=(), from_runs=None):
     """The rows of the three feature models: ``{"rows": [row, ...], "models": [...]}``.
 
     ``options`` (an argparse namespace or similar) may carry ``output_root`` (default ``outputs/reproduce``),
-    ``overrides`` (config overrides for every model), ``device`` and ``quiet``; ``models`` restricts the list.
+    ``device`` and ``quiet``; ``models`` restricts the list. ``overrides`` apply to every model's config
+    (e.g. the backbone weights to extract features with).
     """
     output_root = getattr(options, "output_root", None) or os.path.join("outputs", "reproduce")
     chosen = getattr(options, "models", None) or MODELS
-    rows = [run_one(name, output_root, getattr(options, "overrides", None) or (), getattr(options, "device", None),
-                    getattr(options, "quiet", True)) for name in chosen]
+    rows = [run_one(name, output_root, overrides, getattr(options, "device", None), getattr(options, "quiet", True),
+                    from_runs) for name in chosen]
     return {"rows": rows, "models": list(chosen)}

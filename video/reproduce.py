@@ -1,17 +1,23 @@
 """``oar reproduce video``: train and evaluate the video models on the generated set; the RESULTS.md table.
 
-For each frame model (``configs/video/{tsn,tsm,stnet,nonlocal}_synth.yaml``) :func:`run_frame_model`
-trains it (or, with ``from_runs``, takes ``<from_runs>/<name>/best.npz`` of an earlier
-``oar train`` run), evaluates the best checkpoint on the test split single-view (the training
-config's test pipeline: one clip, one centre crop, as Paddle 2019 tested TSN/TSM/StNet) and
-multi-view (:data:`MULTI_VIEW_CLIPS` clips x 3 crops, probabilities averaged) and on an independently drawn
-set with wider ranges (:data:`OTHER_RENDERING`), and writes the weights
-in float16 to ``zoo/weights/<name>_synth.npz``. Reported: motion top-1 (12 classes), pair-collapsed
-accuracy (right time-reversal pair), accuracy inside each pair, training time.
-:func:`run` adds the rows of ``video.feature_reproduce.run`` (the feature models) when that module
-exists, and draws the confusion matrices of TSN beside TSM (:func:`save_confusion_png`).
+The order follows the 2019 recipe (image network first, video models from it):
+
+1. the image backbone (``configs/video/feature_backbone_synth.yaml``, trained per frame on the set's
+   frames, see :mod:`video.feature_backbone`) is trained and exported to
+   ``zoo/weights/feature_backbone_synth.npz``;
+2. each frame model (``configs/video/{tsm,tsn,stnet,nonlocal}_synth.yaml``, whose ``model.pretrained``
+   names that file) is trained by :func:`run_frame_model` and evaluated on the test split single-view
+   (one clip, one centre crop, as Paddle 2019 tested TSN/TSM/StNet), multi-view
+   (:data:`MULTI_VIEW_CLIPS` clips x 3 crops, probabilities averaged) and on an independently drawn
+   set with wider ranges (:data:`OTHER_RENDERING`);
+3. the feature models train on the backbone's frame features (:mod:`video.feature_reproduce`).
+
+Every model's weights go to ``zoo/weights/<name>_synth.npz`` in float16. Reported: motion top-1 (12
+classes), pair-collapsed accuracy (right time-reversal pair), accuracy inside each pair, shape accuracy,
+GAP/Hit@1/PERR for the multi-label models, training time; and the confusion matrices of TSN beside TSM
+(:func:`save_confusion_png`). ``from_runs`` evaluates ``<from_runs>/<name>/best.npz`` of earlier
+``oar train`` runs instead of training.
 """
-import importlib
 import os
 import time
 
@@ -24,14 +30,13 @@ from framework.engine import export_weights, runner, to_tensors
 from .data.synthetic import MOTIONS, REVERSE_PAIRS
 from .tasks.common import pair_collapsed_accuracy, per_pair_accuracy
 
-__all__ = ["FRAME_MODELS", "BACKBONE_FROM", "MULTI_VIEW_CLIPS", "OTHER_RENDERING", "multi_view", "other_rendering", "test_scores", "motion_metrics", "run_frame_model",
-           "confusion_matrix", "save_confusion_png", "results_table", "run"]
+__all__ = ["FRAME_MODELS", "BACKBONE_WEIGHTS", "MULTI_VIEW_CLIPS", "OTHER_RENDERING", "multi_view", "other_rendering",
+           "test_scores", "motion_metrics", "train_backbone", "run_frame_model", "confusion_matrix",
+           "save_confusion_png", "results_table", "run", "reproduce_video"]
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FRAME_MODELS = ("tsm", "tsn", "stnet", "nonlocal")
-# TSN starts from the trained TSM's backbone (as the 2019 TSN started from an ImageNet ResNet): with
-# average consensus over independent frames, from scratch it does not find the object within the budget.
-BACKBONE_FROM = {"tsn": "tsm"}
+BACKBONE_WEIGHTS = "zoo/weights/feature_backbone_synth.npz"  # the image network all video models start from
 MULTI_VIEW_CLIPS = 3
 # An independently drawn set with wider ranges than the training set (other seed, object sizes, camera
 # shake, noise, lengths and frame rates): a check that the models did not fit one rendering.
@@ -95,20 +100,36 @@ def motion_metrics(probs, labels):
             "per_pair": per_pair_accuracy(probs, labels, REVERSE_PAIRS)}
 
 
+def _trained(cfg, name, output_root, device, quiet, from_runs):
+    """(best checkpoint, training minutes) of ``cfg``: trained into ``output_root/<name>_synth``, or taken
+    from ``from_runs/<name>``."""
+    if from_runs:
+        run_dir = os.path.join(from_runs, name)
+        return os.path.join(run_dir, "best.npz"), _train_minutes(run_dir)
+    run_dir = os.path.join(output_root, f"{name}_synth")
+    start = time.time()
+    runner.train(cfg, output_dir=run_dir, device=device, progress=not quiet)
+    return os.path.join(run_dir, "best.npz"), round((time.time() - start) / 60, 1)
+
+
+def train_backbone(output_root, export_to, overrides=(), device=None, quiet=True, from_runs=None):
+    """Train (unless ``from_runs``) the per-frame image backbone, write it in float16 to ``export_to``;
+    returns its row (test-split shape/visibility accuracy, centre and angle errors, sha256)."""
+    cfg = load_config(os.path.join(_ROOT, "configs", "video", "feature_backbone_synth.yaml"), list(overrides))
+    best, minutes = _trained(cfg, "feature_backbone", output_root, device, quiet, from_runs)
+    metrics = runner.evaluate_config(cfg, best, split="test", device=device)
+    row = {"model": "feature_backbone_synth", "split": "test", "train_minutes": minutes,
+           **{k: round(float(v), 4) for k, v in metrics.items() if k in ("shape_acc", "visible_acc", "xy_mae",
+                                                                         "angle_mae_deg")}}
+    row["sha256"] = export_weights(best, export_to)
+    return row
+
+
 def run_frame_model(name, output_root, overrides=(), device=None, quiet=True, from_runs=None):
     """Train (unless ``from_runs``) and evaluate ``<name>_synth``; returns its row dict (with the test
     probabilities under ``"probs"`` and labels under ``"labels"`` for the confusion picture)."""
     cfg = load_config(os.path.join(_ROOT, "configs", "video", f"{name}_synth.yaml"), list(overrides))
-    minutes = None
-    if from_runs:
-        run_dir = os.path.join(from_runs, name)
-        minutes = _train_minutes(run_dir)
-    else:
-        run_dir = os.path.join(output_root, f"{name}_synth")
-        start = time.time()
-        runner.train(cfg, output_dir=run_dir, device=device, progress=not quiet)
-        minutes = round((time.time() - start) / 60, 1)
-    best = os.path.join(run_dir, "best.npz")
+    best, minutes = _trained(cfg, name, output_root, device, quiet, from_runs)
     probs, labels = test_scores(cfg, best, device=device)
     multi_probs, multi_labels = test_scores(multi_view(cfg), best, device=device)
     other_probs, other_labels = test_scores(other_rendering(cfg), best, device=device)
@@ -174,52 +195,95 @@ def results_table(rows):
     return "\n".join(lines)
 
 
-def run(entry=None, options=None, from_runs=None, picture=os.path.join(_ROOT, "docs", "video_confusion_tsn_tsm.png")):
-    """Train and evaluate the frame models (and the feature models, when ``video.feature_reproduce``
-    exists), export the frame models' weights, draw the TSN/TSM confusion matrices; returns
-    ``{"metrics": {model: row metrics}, "results_text": Markdown table}`` (a catalog reproduce function)."""
+def _card_metrics(row):
+    keys = ("motion_top1", "pair_collapsed_acc", "motion_top1_multiview", "motion_top1_other_rendering",
+            "shape_acc", "gap", "hit_at_1", "perr", "map")
+    return {"split": "test", **{k: round(float(row[k]), 4) for k in keys if row.get(k) is not None}}
+
+
+def run(options=None, from_runs=None):
+    """Backbone, frame models, feature models (see the module docstring); returns ``{"rows": [...],
+    "backbone": row, "results_text": Markdown}``. Weights and the picture go where
+    :func:`zoo.reproduce.destination` says (under the dry-run folder with ``options.dry_run``)."""
+    from zoo.reproduce import destination
+    from . import feature_reproduce
     output_root = getattr(options, "output_root", None) or os.path.join("outputs", "reproduce")
-    overrides = getattr(options, "overrides", None) or ()
+    overrides = tuple(getattr(options, "overrides", None) or ())
     device, quiet = getattr(options, "device", None), getattr(options, "quiet", True)
+    backbone = destination(options, BACKBONE_WEIGHTS)
+    backbone_row = train_backbone(output_root, backbone, overrides, device, quiet, from_runs)
+    uses_backbone = (f"model.pretrained={backbone}",)
     rows = []
     for name in FRAME_MODELS:
-        extra = ()
-        if name in BACKBONE_FROM and from_runs is None:
-            extra = (f"model.pretrained={os.path.join(output_root, BACKBONE_FROM[name] + '_synth', 'best.npz')}",)
-        row = run_frame_model(name, output_root, tuple(overrides) + extra, device, quiet, from_runs)
-        row["weights_sha256"] = export_weights(row["checkpoint"], os.path.join(_ROOT, "zoo", "weights",
-                                                                               f"{name}_synth.npz"))
+        row = run_frame_model(name, output_root, overrides + uses_backbone, device, quiet, from_runs)
+        row["weights"] = destination(options, f"zoo/weights/{name}_synth.npz")
+        row["sha256"] = export_weights(row["checkpoint"], row["weights"])
         rows.append(row)
     by_name = {row["model"]: row for row in rows}
     save_confusion_png([(f"{m} (test, single view)", confusion_matrix(by_name[m]["probs"], by_name[m]["labels"],
                                                                       len(MOTIONS)))
-                        for m in ("tsn_synth", "tsm_synth")], picture)
-    try:
-        features = importlib.import_module("video.feature_reproduce")
-    except ImportError:
-        features = None
-    if features is not None and from_runs is None:
-        rows += features.run(options)["rows"]
-    metrics = {row["model"]: {k: v for k, v in row.items() if k not in ("probs", "labels", "checkpoint", "model")}
-               for row in rows}
-    return {"metrics": metrics, "results_text": results_table(rows)}
+                        for m in ("tsn_synth", "tsm_synth")],
+                       destination(options, "docs/video_confusion_tsn_tsm.png"))
+    feature_overrides = overrides + tuple(f"data.{split}.backbone_weights={backbone}" for split in
+                                          ("train", "eval", "test")) + (f"task.backbone_weights={backbone}",)
+    for row in feature_reproduce.run(options, feature_overrides, from_runs)["rows"]:
+        row["weights"] = destination(options, f"zoo/weights/{row['model']}.npz")
+        row["sha256"] = export_weights(row["checkpoint"], row["weights"])
+        rows.append(row)
+    text = results_table(rows) + "\n\n" + backbone_table(backbone_row)
+    return {"rows": rows, "backbone": backbone_row, "results_text": text}
+
+
+def backbone_table(row):
+    """One Markdown line on the image backbone's own test metrics."""
+    return (f"Image backbone (`configs/video/feature_backbone_synth.yaml`, per frame, test split): shape "
+            f"{row.get('shape_acc', 0):.3f}, visibility {row.get('visible_acc', 0):.3f}, centre error "
+            f"{row.get('xy_mae', 0):.3f} of the frame, angle error {row.get('angle_mae_deg', 0):.1f} degrees, "
+            f"{row['train_minutes']:.1f} min.")
+
+
+def card_updates(result):
+    """``{card name: {"metrics", "weights"}}`` of every model :func:`run` measured (the feature models'
+    weights also name the backbone they need, with its sha256)."""
+    backbone = {"backbone": BACKBONE_WEIGHTS, "backbone_sha256": result["backbone"]["sha256"]}
+    models = {}
+    for row in result["rows"]:
+        weights = {"path": f"zoo/weights/{row['model']}.npz", "sha256": row["sha256"]}
+        if row["model"].split("_synth")[0] not in FRAME_MODELS:
+            weights.update(backbone)
+        models[row["model"]] = {"metrics": _card_metrics(row), "weights": weights}
+    return models
+
+
+def reproduce_video(entry, options):
+    """The catalog's reproduce function of the video cards: :func:`run`, then ``{"metrics", "weights"}`` of
+    ``entry`` and, under ``"models"``, of every other video card."""
+    result = run(options)
+    models = card_updates(result)
+    own = models.pop(entry["name"])
+    return {**own, "models": models, "results_name": "video", "results_text": result["results_text"]}
 
 
 def main(argv=None):
-    """``python -m video.reproduce [--from_runs DIR]``: the table into docs/RESULTS.md (block ``video``), the
-    weights and the picture; prints the table and the metrics."""
+    """``python -m video.reproduce --from_runs DIR``: evaluate DIR/<model>/best.npz of earlier ``oar train``
+    runs (feature_backbone, tsm, tsn, stnet, nonlocal, attention_cluster, attention_lstm, nextvlad), export
+    their weights, and rewrite the video cards and the ``video`` block of docs/RESULTS.md."""
     import argparse
-    import json
+    import types
     import zoo.commands
+    from zoo.catalog import card, write_card
+    from zoo.reproduce import update_results
     zoo.commands._register_everything()
     parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--from_runs", help="evaluate DIR/<model>/best.npz instead of training")
+    parser.add_argument("--from_runs", required=True, help="folder of finished runs, one subfolder per model")
     args = parser.parse_args(argv)
-    from zoo.reproduce import update_results
-    result = run(from_runs=args.from_runs)
+    options = types.SimpleNamespace(from_runs=args.from_runs)
+    result = run(options, from_runs=args.from_runs)
+    for name, measured in card_updates(result).items():
+        entry = card(name)
+        write_card({**entry, "metrics": measured["metrics"], "weights": {**entry["weights"], **measured["weights"]}})
     update_results("video", result["results_text"])
     print(result["results_text"])
-    print(json.dumps(result["metrics"], indent=1, default=float))
 
 
 if __name__ == "__main__":
