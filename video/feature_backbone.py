@@ -46,7 +46,7 @@ from .data.progress import ProgressLine
 from .data.synthetic import SHAPES, ensure_synthetic_set, plan_video, spec_from_config
 from .tasks.feature_recognition import resolve_path
 
-__all__ = ["SyntheticFrameAttributes", "mirror_frames", "FrameAttributes", "FrameAttributeMetrics", "NUM_OUTPUTS", "frame_targets",
+__all__ = ["SyntheticFrameAttributes", "mirror_frames", "mirror_clip", "MIRROR_LABEL_MAPS", "FrameAttributes", "FrameAttributeMetrics", "NUM_OUTPUTS", "frame_targets",
            "synthetic_features_folder", "SyntheticFeatures"]
 
 NUM_OUTPUTS = len(SHAPES) + 1 + 5
@@ -208,12 +208,13 @@ class FrameAttributes(Task):
 
 
 def synthetic_features_folder(backbone, backbone_weights, size, num_frames, num=1200, seed=0, spec=None,
-                              root=None):
+                              root=None, mirrored=False):
     """The features of the whole generated set made by ``backbone`` (config) with ``backbone_weights``,
     extracted first (resumably) into ``$OAR_HOME/synthetic_features/<digest>`` unless complete.
 
     Returns ``(features folder, set folder)``; the folder holds ``rgb/videos/<i>.npy`` (num_frames, dim)
-    and the ``multilabel_{train,dev,test}.txt`` lists.
+    and the ``multilabel_{train,dev,test}.txt`` lists. With ``mirrored``, also the features of the
+    training videos' 7 mirror images and ``multilabel_train_mirrored.txt`` (see :func:`mirror_clip`).
     """
     folder = ensure_synthetic_set(num, seed, spec_from_config(spec), root)
     weights = resolve_path(backbone_weights)
@@ -223,10 +224,15 @@ def synthetic_features_folder(backbone, backbone_weights, size, num_frames, num=
                       "num_frames": num_frames}, sort_keys=True)
     out = os.path.join(oar_home(), "synthetic_features", hashlib.sha256(key.encode()).hexdigest()[:12])
     marker = os.path.join(out, "complete.json")
+    mirrored_marker = os.path.join(out, "multilabel_train_mirrored.txt")
+    if os.path.isfile(marker) and (os.path.isfile(mirrored_marker) or not mirrored):
+        return out, folder
+    model = MODELS.build({**backbone, "num_classes": 0}, where="backbone")
+    load_pretrained(model, weights, skip_head=True)
+    extractor = FeatureExtractor(model, feature_transforms(size))
+    if mirrored:
+        _mirrored_train_features(folder, out, extractor, num_frames)
     if not os.path.isfile(marker):
-        model = MODELS.build({**backbone, "num_classes": 0}, where="backbone")
-        load_pretrained(model, weights, skip_head=True)
-        extractor = FeatureExtractor(model, feature_transforms(size))
         for split in ("train", "dev", "test"):
             list_name = f"multilabel_{split}.txt"
             entries = read_list_file(os.path.join(folder, list_name), multi_label=True)
@@ -235,6 +241,49 @@ def synthetic_features_folder(backbone, backbone_weights, size, num_frames, num=
         with open(marker, "w", encoding="utf-8") as f:
             f.write(key + "\n")
     return out, folder
+
+
+# How each mirror moves the motion labels (class i becomes map[i]); the shapes (labels 12-17) stay.
+MIRROR_LABEL_MAPS = ((1, 0, 2, 3, 5, 4, 6, 7, 8, 9, 10, 11),    # left-right: move_left <-> move_right, rotation sense
+                     (0, 1, 3, 2, 5, 4, 6, 7, 8, 9, 10, 11),    # top-bottom: move_up <-> move_down, rotation sense
+                     (2, 3, 0, 1, 5, 4, 6, 7, 8, 9, 10, 11))    # diagonal: left <-> up, right <-> down, rotation sense
+
+
+def mirror_clip(frames, which):
+    """Frames (T, H, W, C) mirrored as :func:`mirror_frames` does (bit 0 left-right, bit 1 top-bottom,
+    bit 2 about the diagonal), and a function moving a label id the same way."""
+    maps = []
+    if which & 1:
+        frames = frames[:, :, ::-1]
+        maps.append(MIRROR_LABEL_MAPS[0])
+    if which & 2:
+        frames = frames[:, ::-1]
+        maps.append(MIRROR_LABEL_MAPS[1])
+    if which & 4:
+        frames = frames.swapaxes(1, 2)
+        maps.append(MIRROR_LABEL_MAPS[2])
+
+    def move(label):
+        for mapping in maps:
+            label = mapping[label] if label < len(mapping) else label
+        return label
+    return numpy.ascontiguousarray(frames), move
+
+
+def _mirrored_train_features(folder, out, extractor, num_frames):
+    """Features of the 7 mirror images of every training video under ``out/rgb/m<k>/`` and the list
+    ``multilabel_train_mirrored.txt`` naming them and the originals, with the motion labels moved."""
+    entries = read_list_file(os.path.join(folder, "multilabel_train.txt"), multi_label=True)
+    lines = [f"{os.path.splitext(e.path)[0]} {','.join(map(str, e.labels))}" for e in entries]
+    for which in range(1, 8):
+        move = mirror_clip(numpy.zeros((1, 2, 2, 3)), which)[1]
+        mirrored = lambda frames, which=which: extractor(mirror_clip(frames, which)[0])  # noqa: E731
+        extract_features(entries, folder, out, mirrored, num_frames=num_frames, modality=f"rgb/m{which}",
+                         list_name=f"m{which}.txt", on_error="raise", progress=ProgressLine(f"mirror {which}"))
+        lines += [f"m{which}/{os.path.splitext(e.path)[0]} {','.join(str(move(l)) for l in e.labels)}"
+                  for e in entries]
+    with open(os.path.join(out, "multilabel_train_mirrored.txt"), "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
 
 
 @DATASETS.register()
@@ -247,6 +296,8 @@ class SyntheticFeatures(FrameFeatureDataset):
             to 0), its weights, crop size and frames per video used to make the features (see
             :func:`synthetic_features_folder`; made once).
         num_frames, mode, max_frames, transforms: as :class:`~video.data.datasets.FrameFeatureDataset`.
+        mirrored: (train) also the training videos' 7 mirror images, their motion labels moved (8 times the
+            samples; see :func:`synthetic_features_folder`).
         num, seed, spec, root: the set, as :class:`~video.data.datasets.SyntheticVideos`.
 
     Sample: ``{"rgb": (T, dim) float32, "label": (18,) float32 multi-hot, "path"}``.
@@ -254,11 +305,13 @@ class SyntheticFeatures(FrameFeatureDataset):
 
     def __init__(self, split: str, backbone: dict, backbone_weights: str, size: int = 64, extract_frames: int = 16,
                  num_frames: int = None, mode: str = "test", max_frames: int = None, num: int = 1200,
-                 seed: int = 0, spec: dict = None, root: str = None, transforms: list = None):
-        if split not in ("train", "dev", "test"):
-            raise ValueError(f"SyntheticFeatures: split must be train, dev or test, got {split!r}")
+                 seed: int = 0, spec: dict = None, root: str = None, transforms: list = None, mirrored: bool = False):
+        if split not in ("train", "dev", "test") or (mirrored and split != "train"):
+            raise ValueError(f"SyntheticFeatures: split must be train, dev or test (mirrored: train only), got "
+                             f"{split!r}, mirrored={mirrored}")
         out, folder = synthetic_features_folder(backbone, backbone_weights, size, extract_frames, num, seed, spec,
-                                                root)
-        super().__init__(os.path.join(out, f"multilabel_{split}.txt"), ["rgb"], root=out,
+                                                root, mirrored)
+        list_name = "multilabel_train_mirrored.txt" if mirrored else f"multilabel_{split}.txt"
+        super().__init__(os.path.join(out, list_name), ["rgb"], root=out,
                          class_names=os.path.join(folder, "multilabel_classes.txt"), num_frames=num_frames,
                          mode=mode, max_frames=max_frames, on_error="raise", transforms=transforms)

@@ -11,7 +11,7 @@ import vision.models  # noqa: E402,F401
 from framework.engine.task import to_tensors  # noqa: E402
 from framework.registry import MODELS  # noqa: E402
 from video.data.synthetic import SyntheticSpec, plan_video  # noqa: E402
-from video.feature_backbone import (NUM_OUTPUTS, mirror_frames, FrameAttributeMetrics, FrameAttributes,  # noqa: E402
+from video.feature_backbone import (NUM_OUTPUTS, mirror_clip, mirror_frames, FrameAttributeMetrics, FrameAttributes,  # noqa: E402
                                     SyntheticFeatures, SyntheticFrameAttributes, frame_targets)
 from video.models.attention_lstm import AttentionLSTM  # noqa: E402
 from video.tasks.feature_recognition import FeatureRecognition, LabelGroupAccuracy  # noqa: E402
@@ -105,6 +105,32 @@ def test_synthetic_features_train_and_predict_on_a_video(tiny):
     assert probs == sorted(probs, reverse=True) and {n for n, _ in result["topk"]} == set(names)
     # the video's features made inside the task are the extracted ones
     numpy.testing.assert_allclose(task.features_of(video), SyntheticFeatures("test", **kwargs)[0]["rgb"], atol=1e-5)
+
+
+@pytest.mark.parametrize("which, moved", [(1, [1, 0, 2, 3, 5, 4]), (2, [0, 1, 3, 2, 5, 4]), (4, [2, 3, 0, 1, 5, 4]),
+                                          (7, [3, 2, 1, 0, 5, 4])])
+def test_mirrored_clips_move_their_motion_labels(which, moved):
+    frames = numpy.arange(2 * 3 * 3 * 1).reshape(2, 3, 3, 1)
+    mirrored, move = mirror_clip(frames, which)
+    assert [move(label) for label in range(6)] + [move(label) for label in (6, 11, 12, 17)] == moved + [6, 11, 12, 17]
+    expected = frames[:, :, ::-1] if which & 1 else frames
+    expected = expected[:, ::-1] if which & 2 else expected
+    numpy.testing.assert_array_equal(mirrored, expected.swapaxes(1, 2) if which & 4 else expected)
+
+
+def test_mirrored_training_features(tiny):
+    kwargs = dict(backbone=BACKBONE, backbone_weights=tiny["weights"], size=32, extract_frames=6, num=24,
+                  spec=SPEC, root=tiny["root"])
+    plain, mirrored = SyntheticFeatures("train", **kwargs), SyntheticFeatures("train", mirrored=True, **kwargs)
+    assert len(mirrored) == 8 * len(plain)
+    first, flipped = mirrored[0], mirrored[len(plain)]                     # a video and its left-right mirror
+    numpy.testing.assert_array_equal(first["rgb"], plain[0]["rgb"])
+    assert flipped["path"] == "m1/" + first["path"] and not numpy.allclose(flipped["rgb"], first["rgb"])
+    motion, swapped = int(first["label"][:12].argmax()), int(flipped["label"][:12].argmax())
+    assert swapped == [1, 0, 2, 3, 5, 4, 6, 7, 8, 9, 10, 11][motion]
+    numpy.testing.assert_array_equal(flipped["label"][12:], first["label"][12:])
+    with pytest.raises(ValueError, match="mirrored: train only"):
+        SyntheticFeatures("dev", mirrored=True, **kwargs)
 
 
 def test_label_group_accuracy_with_and_without_pairs():
