@@ -297,9 +297,14 @@ class Layer:
 
     # ---- modes --------------------------------------------------------------
     def train(self, mode=True):
-        """Switch this layer and its sublayers to training mode (``mode=False``: eval); returns self."""
-        for layer in self.sublayers(include_self=True):
-            layer.training = bool(mode)
+        """Switch this layer and its sublayers to training mode (``mode=False``: eval); returns self.
+
+        Each direct child switches through its own ``train``, so a sublayer that keeps parts of itself in
+        eval mode (a backbone's frozen stages, ``norm_eval``) does so inside any model that holds it.
+        """
+        self.training = bool(mode)
+        for child in self.children():
+            child.train(mode)
         return self
 
     def eval(self):

@@ -155,3 +155,14 @@ def test_inflation_refuses_a_backbone_of_another_depth(tmp_path):
     with pytest.raises(Exception, match="does not fit"):
         MODELS.build({"type": "NonLocalNet", "num_classes": 5, "depth": 18, "base_channels": 4, "mode": "i3d",
                       "pretrained": path})
+
+
+def test_stnet_with_a_frozen_backbone_trains_only_its_temporal_parts_and_head():
+    model = MODELS.build({"type": "StNet", "num_classes": 5, "depth": 18, "base_channels": 4, "num_segments": 2,
+                          "seglen": 2, "frozen_stages": 4, "norm_eval": True})
+    model.train()
+    trainable = {name.split(".")[0] for name, p in model.named_parameters() if p.trainable}
+    assert trainable == {"temporal3", "temporal4", "xception", "head"}
+    assert not model.backbone.bn1.training                         # batch-norm statistics kept
+    F.cross_entropy(model(_clips(4, size=32)), framework.to_tensor(numpy.array([0, 1]))).backward()
+    assert model.backbone.conv1.weight.grad is None and model.head.fc.weight.grad is not None

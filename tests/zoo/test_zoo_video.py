@@ -18,8 +18,8 @@ FEATURE_MODELS = ("attention_cluster_synth", "attention_lstm_synth", "nextvlad_s
 # Least right answers out of the 24 fresh videos (two per motion): under what the shipped weights score,
 # so that a retrained model passes and a broken one (a wrong file, a wrong pipeline) does not.
 LEAST_RIGHT = {  # name: (motion top-1, right time-reversal pair, shape); the shipped weights: (19, 19), (9, 11),
-    # (20, 20), (17, 17), (13, 22, 22), (23, 24, 22), (14, 20, 22); chance is 2 motions and 4 shapes
-    "tsm_synth": (15, 15, None), "tsn_synth": (5, 7, None), "stnet_synth": (15, 15, None),
+    # (22, 23), (17, 17), (13, 22, 22), (23, 24, 22), (14, 20, 22); chance is 2 motions and 4 shapes
+    "tsm_synth": (15, 15, None), "tsn_synth": (5, 7, None), "stnet_synth": (18, 19, None),
     "nonlocal_synth": (13, 13, None), "attention_cluster_synth": (9, 17, 18),
     "attention_lstm_synth": (19, 20, 18), "nextvlad_synth": (9, 15, 18),
 }
