@@ -46,7 +46,7 @@ from .data.progress import ProgressLine
 from .data.synthetic import SHAPES, ensure_synthetic_set, plan_video, spec_from_config
 from .tasks.feature_recognition import resolve_path
 
-__all__ = ["SyntheticFrameAttributes", "mirror_frames", "mirror_clip", "MIRROR_LABEL_MAPS", "FrameAttributes", "FrameAttributeMetrics", "NUM_OUTPUTS", "frame_targets",
+__all__ = ["SyntheticFrameAttributes", "mirror_array", "mirror_frames", "mirror_label_map", "MIRROR_LABEL_MAPS", "FrameAttributes", "FrameAttributeMetrics", "NUM_OUTPUTS", "frame_targets",
            "synthetic_features_folder", "SyntheticFeatures"]
 
 NUM_OUTPUTS = len(SHAPES) + 1 + 5
@@ -118,24 +118,34 @@ class SyntheticFrameAttributes(Dataset):
         return {"imgs": imgs, **targets}
 
 
-def mirror_frames(imgs, geometry, which):
-    """One of the 8 symmetries of the square applied to frames and their targets (the shape is unchanged).
+def mirror_array(array, which, row_axis):
+    """``array`` mirrored by symmetry ``which`` (0-7) of the square: bit 0 left-right, bit 1 top-bottom,
+    bit 2 about the diagonal (rows become columns; square images only), in that order. Image rows are
+    axis ``row_axis`` and columns the next one. Returns a contiguous copy."""
+    column_axis = row_axis + 1
+    if which & 1:
+        array = numpy.flip(array, column_axis)
+    if which & 2:
+        array = numpy.flip(array, row_axis)
+    if which & 4:
+        array = array.swapaxes(row_axis, column_axis)
+    return numpy.ascontiguousarray(array)
 
-    ``which`` (0-7): bit 0 mirrors left-right, bit 1 top-bottom, bit 2 swaps the axes (a mirror about the
-    diagonal; frames must be square). ``imgs`` (F, C, H, W); ``geometry`` (F, 5) as :func:`frame_targets`
-    (x, y, log size, cos, sin of the angle, with y and the angle measured downwards on screen).
-    Returns the new ``(imgs, geometry)``.
-    """
+
+def mirror_frames(imgs, geometry, which):
+    """Frames (F, C, H, W) and their targets (F, 5) (as :func:`frame_targets`: x, y, log size, cos, sin of
+    the angle, y and the angle measured downwards on screen) mirrored by :func:`mirror_array`'s symmetry
+    ``which``; the shape is unchanged. Returns the new ``(imgs, geometry)``."""
     geometry = geometry.copy()
     x, y, cos, sin = (geometry[:, i].copy() for i in (0, 1, 3, 4))
     if which & 1:
-        imgs, x, cos = imgs[..., ::-1], 1 - x, -cos
+        x, cos = 1 - x, -cos
     if which & 2:
-        imgs, y, sin = imgs[..., ::-1, :], 1 - y, -sin
+        y, sin = 1 - y, -sin
     if which & 4:
-        imgs, x, y, cos, sin = imgs.swapaxes(-1, -2), y, x, sin, cos
+        x, y, cos, sin = y, x, sin, cos
     geometry[:, 0], geometry[:, 1], geometry[:, 3], geometry[:, 4] = x, y, cos, sin
-    return numpy.ascontiguousarray(imgs), geometry
+    return mirror_array(imgs, which, -2), geometry
 
 
 @METRICS.register()
@@ -214,7 +224,7 @@ def synthetic_features_folder(backbone, backbone_weights, size, num_frames, num=
 
     Returns ``(features folder, set folder)``; the folder holds ``rgb/videos/<i>.npy`` (num_frames, dim)
     and the ``multilabel_{train,dev,test}.txt`` lists. With ``mirrored``, also the features of the
-    training videos' 7 mirror images and ``multilabel_train_mirrored.txt`` (see :func:`mirror_clip`).
+    training videos' 7 mirror images and ``multilabel_train_mirrored.txt`` (see :func:`mirror_label_map`).
     """
     folder = ensure_synthetic_set(num, seed, spec_from_config(spec), root)
     weights = resolve_path(backbone_weights)
@@ -249,38 +259,27 @@ MIRROR_LABEL_MAPS = ((1, 0, 2, 3, 5, 4, 6, 7, 8, 9, 10, 11),    # left-right: mo
                      (2, 3, 0, 1, 5, 4, 6, 7, 8, 9, 10, 11))    # diagonal: left <-> up, right <-> down, rotation sense
 
 
-def mirror_clip(frames, which):
-    """Frames (T, H, W, C) mirrored as :func:`mirror_frames` does (bit 0 left-right, bit 1 top-bottom,
-    bit 2 about the diagonal), and a function moving a label id the same way."""
-    maps = []
-    if which & 1:
-        frames = frames[:, :, ::-1]
-        maps.append(MIRROR_LABEL_MAPS[0])
-    if which & 2:
-        frames = frames[:, ::-1]
-        maps.append(MIRROR_LABEL_MAPS[1])
-    if which & 4:
-        frames = frames.swapaxes(1, 2)
-        maps.append(MIRROR_LABEL_MAPS[2])
-
-    def move(label):
-        for mapping in maps:
-            label = mapping[label] if label < len(mapping) else label
-        return label
-    return numpy.ascontiguousarray(frames), move
+def mirror_label_map(which):
+    """Where :func:`mirror_array`'s symmetry ``which`` sends each motion label: a tuple of 12 label ids."""
+    mapping = tuple(range(len(MIRROR_LABEL_MAPS[0])))
+    for bit, moves in enumerate(MIRROR_LABEL_MAPS):
+        if which & (1 << bit):
+            mapping = tuple(moves[label] for label in mapping)
+    return mapping
 
 
 def _mirrored_train_features(folder, out, extractor, num_frames):
-    """Features of the 7 mirror images of every training video under ``out/rgb/m<k>/`` and the list
-    ``multilabel_train_mirrored.txt`` naming them and the originals, with the motion labels moved."""
+    """Features of the 7 mirror images (:func:`mirror_array`) of every training video under
+    ``out/rgb/m<k>/`` and the list ``multilabel_train_mirrored.txt`` naming them and the originals, with
+    the motion labels moved (:func:`mirror_label_map`)."""
     entries = read_list_file(os.path.join(folder, "multilabel_train.txt"), multi_label=True)
     lines = [f"{os.path.splitext(e.path)[0]} {','.join(map(str, e.labels))}" for e in entries]
     for which in range(1, 8):
-        move = mirror_clip(numpy.zeros((1, 2, 2, 3)), which)[1]
-        mirrored = lambda frames, which=which: extractor(mirror_clip(frames, which)[0])  # noqa: E731
+        moved = mirror_label_map(which)                      # motions move; shapes (12-17) stay
+        mirrored = lambda frames, which=which: extractor(mirror_array(frames, which, 1))  # noqa: E731
         extract_features(entries, folder, out, mirrored, num_frames=num_frames, modality=f"rgb/m{which}",
                          list_name=f"m{which}.txt", on_error="raise", progress=ProgressLine(f"mirror {which}"))
-        lines += [f"m{which}/{os.path.splitext(e.path)[0]} {','.join(str(move(l)) for l in e.labels)}"
+        lines += [f"m{which}/{os.path.splitext(e.path)[0]} {','.join(str(moved[l] if l < len(moved) else l) for l in e.labels)}"
                   for e in entries]
     with open(os.path.join(out, "multilabel_train_mirrored.txt"), "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")

@@ -25,7 +25,7 @@ import numpy
 
 from framework import backend
 
-from .text import TextFormatError, full_to_half, read_utf8_lines
+from .text import check_unique_lines, full_to_half, read_utf8_lines
 from .vocab import Vocab, _write_lines
 
 __all__ = ["DEFAULT_MAX_LEN", "load_lexicon", "save_lexicon", "LexiconFeatures"]
@@ -48,14 +48,7 @@ def save_lexicon(words, path):
 
 def load_lexicon(path):
     """The words (list of str, file order) of the lexicon file ``path``; a bad line raises TextFormatError."""
-    words, seen = read_utf8_lines(path), {}
-    for number, word in enumerate(words, start=1):
-        if not word:
-            raise TextFormatError(f"{path}:{number}: empty line (each line must hold one word)")
-        if word in seen:
-            raise TextFormatError(f"{path}:{number}: word {word!r} repeats line {seen[word]}")
-        seen[word] = number
-    return words
+    return check_unique_lines(path, read_utf8_lines(path), "word")
 
 
 def _window_hashes(ids, length):

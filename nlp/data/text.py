@@ -11,7 +11,7 @@
 """
 import numpy
 
-__all__ = ["TextFormatError", "read_utf8_lines", "full_to_half", "SENTENCE_ENDS", "CLOSING_MARKS",
+__all__ = ["TextFormatError", "read_utf8_lines", "check_unique_lines", "full_to_half", "SENTENCE_ENDS", "CLOSING_MARKS",
            "split_points", "split_long"]
 
 SENTENCE_ENDS = "。！？；…!?;"            # a cut may follow these (full- and half-width forms)
@@ -44,6 +44,19 @@ def read_utf8_lines(path):
     if lines and lines[-1] == "":
         lines.pop()
     return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def check_unique_lines(path, lines, item="word"):
+    """Raise :class:`TextFormatError` naming ``path`` and the line when one of ``lines`` (one ``item`` each,
+    as read from the file) is empty or repeats an earlier line; returns ``lines``."""
+    seen = {}
+    for number, line in enumerate(lines, start=1):
+        if not line:
+            raise TextFormatError(f"{path}:{number}: empty line (each line must hold one {item})")
+        if line in seen:
+            raise TextFormatError(f"{path}:{number}: {item} {line!r} repeats line {seen[line]}")
+        seen[line] = number
+    return lines
 
 
 def full_to_half(text):

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import numpy
 
-from .text import TextFormatError, read_utf8_lines
+from .text import TextFormatError, check_unique_lines, read_utf8_lines
 
 __all__ = ["Vocab", "TagSet"]
 
@@ -123,13 +123,7 @@ class Vocab:
         if len(lines) < 2:
             raise TextFormatError(f"{path}: a vocabulary file needs at least 2 lines (pad and unk), "
                                   f"found {len(lines)}")
-        seen = {}
-        for number, token in enumerate(lines, start=1):
-            if not token:
-                raise TextFormatError(f"{path}:{number}: empty line (each line must hold one token)")
-            if token in seen:
-                raise TextFormatError(f"{path}:{number}: token {token!r} repeats line {seen[token]}")
-            seen[token] = number
+        check_unique_lines(path, lines, "token")
         return cls(lines[2:], unk=lines[1], pad=lines[0])
 
 

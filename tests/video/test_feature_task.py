@@ -11,7 +11,7 @@ import vision.models  # noqa: E402,F401
 from framework.engine.task import to_tensors  # noqa: E402
 from framework.registry import MODELS  # noqa: E402
 from video.data.synthetic import SyntheticSpec, plan_video  # noqa: E402
-from video.feature_backbone import (NUM_OUTPUTS, mirror_clip, mirror_frames, FrameAttributeMetrics, FrameAttributes,  # noqa: E402
+from video.feature_backbone import (NUM_OUTPUTS, mirror_array, mirror_frames, mirror_label_map, FrameAttributeMetrics, FrameAttributes,  # noqa: E402
                                     SyntheticFeatures, SyntheticFrameAttributes, frame_targets)
 from video.models.attention_lstm import AttentionLSTM  # noqa: E402
 from video.tasks.feature_recognition import FeatureRecognition, LabelGroupAccuracy  # noqa: E402
@@ -111,8 +111,8 @@ def test_synthetic_features_train_and_predict_on_a_video(tiny):
                                           (7, [3, 2, 1, 0, 5, 4])])
 def test_mirrored_clips_move_their_motion_labels(which, moved):
     frames = numpy.arange(2 * 3 * 3 * 1).reshape(2, 3, 3, 1)
-    mirrored, move = mirror_clip(frames, which)
-    assert [move(label) for label in range(6)] + [move(label) for label in (6, 11, 12, 17)] == moved + [6, 11, 12, 17]
+    mirrored, mapping = mirror_array(frames, which, 1), mirror_label_map(which)
+    assert list(mapping[:6]) + [mapping[6], mapping[11]] == moved + [6, 11] and len(mapping) == 12
     expected = frames[:, :, ::-1] if which & 1 else frames
     expected = expected[:, ::-1] if which & 2 else expected
     numpy.testing.assert_array_equal(mirrored, expected.swapaxes(1, 2) if which & 4 else expected)

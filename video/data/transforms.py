@@ -235,6 +235,11 @@ class FormatClips(ImageTransform):
         return {**sample, key: numpy.ascontiguousarray(clips.transpose(axes), dtype=numpy.float32)}
 
 
+def _happens(p, rng=None):
+    """One draw: True with probability ``p`` (from ``rng``, default the sample's generator)."""
+    return (sample_rng() if rng is None else rng).random() < p
+
+
 def check_label_map(label_map, who):
     """``label_map`` as an int64 array, checked to be a permutation of 0..K-1 (or None)."""
     if label_map is None:
@@ -286,7 +291,7 @@ class RandomFlip(ImageTransform):
         if self.direction == "diagonal" and images.shape[-3] != images.shape[-2]:
             raise ValueError(f"RandomFlip: a diagonal mirror needs square frames, got {images.shape[-3]}x"
                              f"{images.shape[-2]}; crop them first")
-        if not (sample_rng() if rng is None else rng).random() < self.p:
+        if not _happens(self.p, rng):
             return sample
         if self.direction == "diagonal":
             images = numpy.ascontiguousarray(images.swapaxes(-3, -2))
@@ -318,15 +323,16 @@ class RandomTimeReverse(ImageTransform):
         missing = [k for k in self.keys if k not in sample]
         if missing:
             raise KeyError(f"RandomTimeReverse: the sample has no {missing} (keys: {sorted(sample)})")
-        if not (sample_rng() if rng is None else rng).random() < self.p:
+        if not _happens(self.p, rng):
             return sample
         out = dict(sample)
         for key in self.keys:
             array = numpy.asarray(sample[key])
-            if key == "imgs":
-                clip_len = int(sample.get("clip_len", len(array)))
-                array = array.reshape((-1, clip_len) + array.shape[1:])[:, ::-1].reshape(array.shape)
-            out[key] = numpy.ascontiguousarray(array[::-1] if key != "imgs" else array)
+            if key == "imgs":                                   # reverse inside each view of clip_len frames
+                views = array.reshape((-1, int(sample.get("clip_len", len(array)))) + array.shape[1:])
+                out[key] = numpy.ascontiguousarray(views[:, ::-1]).reshape(array.shape)
+            else:
+                out[key] = numpy.ascontiguousarray(array[::-1])
         if "frame_inds" in sample and "imgs" in self.keys:
             out["frame_inds"] = numpy.ascontiguousarray(numpy.asarray(sample["frame_inds"])[..., ::-1])
         return remap_label(out, self.label_map, "RandomTimeReverse")
