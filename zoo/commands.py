@@ -59,8 +59,8 @@ def _register_everything():
 def _parser(description, checkpoint):
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("-c", "--config", required=True, help="YAML config file")
-    parser.add_argument("-o", "--override", nargs="+", default=[], metavar="KEY=VALUE",
-                        help="override config values, e.g. -o train.epochs=3 model.hidden=64")
+    parser.add_argument("-o", "--override", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
+                        help="override config values, e.g. -o train.epochs=3 model.hidden=64 (repeatable)")
     parser.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
     parser.add_argument("--output_dir", help="checkpoints and logs (default: outputs/<config name>)")
     if checkpoint:
@@ -282,7 +282,8 @@ def reproduce_main(argv=None):
     """``oar reproduce NAME|nlp|video|all [-o k=v …] [--dry_run]``: retrain, re-measure, rewrite cards and RESULTS.md."""
     parser = argparse.ArgumentParser(prog="oar reproduce", description=reproduce_main.__doc__)
     parser.add_argument("target")
-    parser.add_argument("-o", "--override", dest="overrides", nargs="+", default=[], metavar="KEY=VALUE",
+    parser.add_argument("-o", "--override", dest="overrides", nargs="+", action="extend", default=[],
+                        metavar="KEY=VALUE",
                         help="config overrides for every model (e.g. a smaller budget)")
     parser.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
     parser.add_argument("--output_root", default=os.path.join("outputs", "reproduce"))

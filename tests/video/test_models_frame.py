@@ -166,3 +166,8 @@ def test_stnet_with_a_frozen_backbone_trains_only_its_temporal_parts_and_head():
     assert not model.backbone.bn1.training                         # batch-norm statistics kept
     F.cross_entropy(model(_clips(4, size=32)), framework.to_tensor(numpy.array([0, 1]))).backward()
     assert model.backbone.conv1.weight.grad is None and model.head.fc.weight.grad is not None
+    adapting = MODELS.build({"type": "StNet", "num_classes": 5, "depth": 18, "base_channels": 4,
+                             "num_segments": 2, "seglen": 2, "frozen_stages": 4, "frozen_bn_stats": False})
+    adapting.train()
+    assert adapting.backbone.bn1.training and adapting.backbone.layer4[0].bn2.training   # statistics adapt
+    assert not adapting.backbone.bn1.weight.trainable

@@ -111,6 +111,27 @@ def test_frozen_stages_stay_fixed_and_in_eval_mode():
     assert not numpy.allclose(state["layer2.0.bn1.running_mean"].numpy(), 0)
 
 
+def test_frozen_stages_can_keep_adapting_their_batch_norm_statistics():
+    model = ResNet("basic", [1, 1, 1, 1], num_classes=3, base_channels=4, frozen_stages=1,
+                   frozen_bn_stats=False).train()
+    frozen = {k: v.numpy().copy() for k, v in model.state_dict().items() if k.startswith(("conv1", "bn1", "layer1"))}
+    assert model.bn1.training and model.layer1[0].bn1.training and not model.bn1.weight.trainable
+    x = framework.to_tensor(numpy.random.default_rng(1).standard_normal((4, 3, 32, 32)).astype("float32"))
+    model(x).sum().backward()
+    assert model.conv1.weight.grad is None and model.bn1.weight.grad is None
+    state = model.state_dict()
+    for key, value in frozen.items():
+        if key.endswith(("running_mean", "running_var")):
+            assert not numpy.allclose(state[key].numpy(), value), key   # statistics moved
+        else:
+            numpy.testing.assert_array_equal(state[key].numpy(), value)   # parameters did not
+    model.eval()
+    assert not model.bn1.training
+    norm_eval = ResNet("basic", [1, 1, 1, 1], base_channels=4, frozen_stages=1, frozen_bn_stats=False,
+                       norm_eval=True).train()
+    assert not norm_eval.bn1.training and not norm_eval.layer2[0].bn1.training   # norm_eval wins
+
+
 def test_norm_eval_and_freeze_backbone():
     model = ResNet("basic", [1, 1, 1, 1], num_classes=3, base_channels=4, norm_eval=True).train()
     assert all(not layer.training for layer in model.sublayers() if type(layer).__name__ == "BatchNorm2D")

@@ -46,3 +46,10 @@ def test_run_refuses_empty_inputs_and_the_wrong_kind_before_loading(tmp_path):
     for argv, message in cases:
         result = _oar("run", *argv)
         assert result.returncode == 2 and result.stderr.strip() == message, result.stderr
+
+
+def test_repeated_override_flags_all_apply():
+    from zoo.commands import _parser
+    args = _parser("train", checkpoint=False).parse_args(
+        ["-c", "x.yaml", "-o", "model.a=1", "model.b=2", "-o", "train.epochs=3"])
+    assert args.override == ["model.a=1", "model.b=2", "train.epochs=3"]

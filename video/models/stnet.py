@@ -87,7 +87,7 @@ class StNet(nn.Layer):
         pretrained: weights of a 2D ResNet (or of a video model's ``backbone.``) for the backbone, conv1
             inflated to the super-image (see :func:`video.models.tsn.load_backbone`), as StNet started
             from ImageNet.
-        frozen_stages, norm_eval: as :class:`vision.models.ResNet` (for the backbone; the temporal blocks
+        frozen_stages, norm_eval, frozen_bn_stats: as :class:`vision.models.ResNet` (for the backbone; the temporal blocks
             and the head always train).
 
     Shape: (B, T * seglen, 3, H, W) -> (B, num_classes).
@@ -95,11 +95,12 @@ class StNet(nn.Layer):
 
     def __init__(self, num_classes: int = 400, depth: int = 50, num_segments: int = 7, seglen: int = 5,
                  base_channels: int = 64, dropout: float = 0.0, pretrained: str = None, frozen_stages: int = -1,
-                 norm_eval: bool = False):
+                 norm_eval: bool = False, frozen_bn_stats: bool = True):
         super().__init__()
         self.num_classes, self.num_segments, self.seglen = int(num_classes), int(num_segments), int(seglen)
         self.backbone = resnet_backbone(ResNet, depth, in_channels=3 * self.seglen, base_channels=base_channels,
-                                        frozen_stages=frozen_stages, norm_eval=norm_eval)
+                                        frozen_stages=frozen_stages, norm_eval=norm_eval,
+                                        frozen_bn_stats=frozen_bn_stats)
         widths = [getattr(self.backbone, name)[-1].last_norm().num_features for name in self.backbone.stage_names]
         self.temporal3 = TemporalConvBlock(widths[1])
         self.temporal4 = TemporalConvBlock(widths[2])

@@ -70,11 +70,11 @@ class TSM(TSN):
 
     def __init__(self, num_classes: int = 400, depth: int = 50, num_segments: int = 8, shift_ratio: float = 0.125,
                  base_channels: int = 64, dropout: float = 0.5, frozen_stages: int = -1, norm_eval: bool = False,
-                 zero_init_residual: bool = False, pretrained: str = None):
+                 zero_init_residual: bool = False, pretrained: str = None, frozen_bn_stats: bool = True):
         self.shift_ratio = float(shift_ratio)
         self._segments = int(num_segments)
         super().__init__(num_classes, depth, num_segments, base_channels, dropout, frozen_stages, norm_eval,
-                         zero_init_residual, pretrained)
+                         zero_init_residual, pretrained, frozen_bn_stats)
 
     def build_backbone(self, depth, **kwargs):
         return resnet_backbone(ResNetTSM, depth, num_segments=self._segments, shift_ratio=self.shift_ratio, **kwargs)

@@ -69,7 +69,7 @@ class TSN(nn.Layer):
         num_segments: segments per clip in training (any T works at test time).
         base_channels: width of the ResNet's first stage (64 in the standard nets).
         dropout: before fc.
-        frozen_stages, norm_eval, zero_init_residual: as :class:`vision.models.ResNet`.
+        frozen_stages, norm_eval, zero_init_residual, frozen_bn_stats: as :class:`vision.models.ResNet`.
         pretrained: weights for the backbone (as the 2019 TSN/TSM started from ImageNet): a torchvision-style
             ResNet state dict file, or an oar checkpoint / state dict of a video model whose backbone has the
             same names under ``backbone.``; classifier entries are skipped.
@@ -79,11 +79,12 @@ class TSN(nn.Layer):
 
     def __init__(self, num_classes: int = 400, depth: int = 50, num_segments: int = 3, base_channels: int = 64,
                  dropout: float = 0.0, frozen_stages: int = -1, norm_eval: bool = False,
-                 zero_init_residual: bool = False, pretrained: str = None):
+                 zero_init_residual: bool = False, pretrained: str = None, frozen_bn_stats: bool = True):
         super().__init__()
         self.num_classes, self.num_segments = int(num_classes), int(num_segments)
         self.backbone = self.build_backbone(depth, base_channels=base_channels, frozen_stages=frozen_stages,
-                                            norm_eval=norm_eval, zero_init_residual=zero_init_residual)
+                                            norm_eval=norm_eval, zero_init_residual=zero_init_residual,
+                                            frozen_bn_stats=frozen_bn_stats)
         self.head = ClassifierHead(self.backbone.num_features, self.num_classes, dropout)
         if pretrained:
             load_backbone(self.backbone, pretrained)

@@ -27,6 +27,13 @@ BATCH_NORMS = (nn.BatchNorm1D, nn.BatchNorm2D, nn.BatchNorm3D)
 TORCH_BN_COUNTER = "num_batches_tracked"  # PyTorch's BatchNorm step counter; oar has no such buffer
 
 
+def set_batch_norms_mode(layer, training):
+    """Put every BatchNorm layer inside ``layer`` (itself included) in training or eval mode."""
+    for sub in layer.sublayers(include_self=True):
+        if isinstance(sub, BATCH_NORMS):
+            sub.train(training)
+
+
 class ImageClassifier(nn.Layer):
     """Base class of the image classifiers: ``forward(x) = forward_head(forward_features(x))``.
 
@@ -37,9 +44,15 @@ class ImageClassifier(nn.Layer):
 
     Freezing: the direct children named in ``frozen`` get ``trainable = False``
     and stay in eval mode (BatchNorm uses and keeps its running statistics)
-    even while the model trains. ``norm_eval`` keeps every BatchNorm layer in
-    eval mode while training (as mmaction2's ``norm_eval``); their scale and
-    shift still train unless frozen.
+    even while the model trains. With ``frozen_bn_stats=False`` the BatchNorm
+    layers inside frozen children still normalise by batch statistics in
+    training and update their running statistics (their scale and shift stay
+    fixed): what PyTorch does when only ``requires_grad`` is switched off, and
+    what lets a frozen network adapt to inputs whose statistics differ from
+    its pretraining (e.g. StNet's stacked super-images). ``norm_eval`` keeps
+    every BatchNorm layer in eval mode while training (as mmaction2's
+    ``norm_eval``) and takes precedence; their scale and shift still train
+    unless frozen.
 
     State dicts: names and shapes follow torchvision. PyTorch's BatchNorm
     ``num_batches_tracked`` counters are accepted and ignored on load; oar's
@@ -48,9 +61,10 @@ class ImageClassifier(nn.Layer):
 
     head_name = "fc"
 
-    def __init__(self, norm_eval=False):
+    def __init__(self, norm_eval=False, frozen_bn_stats=True):
         super().__init__()
         self.norm_eval = bool(norm_eval)
+        self.frozen_bn_stats = bool(frozen_bn_stats)
         self.base_frozen = ()  # children frozen by construction (e.g. ResNet's frozen_stages)
         self.frozen = ()
 
@@ -96,15 +110,16 @@ class ImageClassifier(nn.Layer):
         return self.freeze(self.backbone_names() if frozen else self.base_frozen)
 
     def train(self, mode=True):
-        """Training mode, except frozen children (and BatchNorm when ``norm_eval``) stay in eval mode."""
+        """Training mode, except frozen children (but their BatchNorm layers unless ``frozen_bn_stats``)
+        and every BatchNorm when ``norm_eval`` stay in eval mode."""
         super().train(mode)
         if mode:
             for name in self.frozen:
-                getattr(self, name).eval()
+                child = getattr(self, name).eval()
+                if not self.frozen_bn_stats:
+                    set_batch_norms_mode(child, training=True)
             if self.norm_eval:
-                for layer in self.sublayers():
-                    if isinstance(layer, BATCH_NORMS):
-                        layer.eval()
+                set_batch_norms_mode(self, training=False)
         return self
 
     # ---- state ----------------------------------------------------------------

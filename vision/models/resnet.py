@@ -135,6 +135,9 @@ class ResNet(ImageClassifier):
         dilations: dilation of each stage's 3x3 convolutions (default all 1).
         frozen_stages: -1 freezes nothing; 0 freezes the stem (conv1, bn1); k
             also freezes layer1 .. layer{k} (parameters fixed, BN in eval mode).
+        frozen_bn_stats: False lets the BatchNorm layers of the frozen stages keep
+            normalising by batch statistics and updating their running ones in training
+            (parameters still fixed; see :class:`ImageClassifier`).
         norm_eval: keep every BatchNorm in eval mode while training.
         zero_init_residual: start each residual branch's last BN scale at 0.
 
@@ -145,8 +148,9 @@ class ResNet(ImageClassifier):
 
     def __init__(self, block: str = "bottleneck", layers: list = (3, 4, 6, 3), num_classes: int = 1000,
                  in_channels: int = 3, base_channels: int = 64, strides: list = None, dilations: list = None,
-                 frozen_stages: int = -1, norm_eval: bool = False, zero_init_residual: bool = False):
-        super().__init__(norm_eval=norm_eval)
+                 frozen_stages: int = -1, norm_eval: bool = False, zero_init_residual: bool = False,
+                 frozen_bn_stats: bool = True):
+        super().__init__(norm_eval=norm_eval, frozen_bn_stats=frozen_bn_stats)
         if block not in self.block_types:
             raise ValueError(f"ResNet: block must be one of {sorted(self.block_types)}, got {block!r}")
         layers = [int(n) for n in layers]
