@@ -107,7 +107,8 @@ class Registry:
 
 
 def _expected_types(builder):
-    """``{parameter: type}`` for the parameters whose annotation or default is a bool, int, float or str."""
+    """``{parameter: type or types}`` for the parameters whose annotation or default is a bool, int, float or
+    str; a parameter whose default is None also takes None (``-o model.pretrained=null``)."""
     try:
         params = inspect.signature(builder).parameters.values()
     except (TypeError, ValueError):
@@ -115,7 +116,7 @@ def _expected_types(builder):
     expected = {}
     for p in params:
         if p.annotation in _CHECKED_TYPES:
-            expected[p.name] = p.annotation
+            expected[p.name] = (p.annotation, type(None)) if p.default is None else p.annotation
         elif isinstance(p.default, _CHECKED_TYPES):
             default_type = type(p.default)
             expected[p.name] = float if default_type is int else default_type

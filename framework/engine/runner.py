@@ -166,7 +166,9 @@ def load_weights(model, path):
 def train(cfg, output_dir=None, resume=None, device=None, seed=None, progress=True):
     """Train from a resolved config; returns (trainer, summary).
 
-    ``resume`` is None, True (the last checkpoint in ``output_dir``) or a path.
+    A model with an ``init_weights()`` method has it called once, after it is
+    built and before any checkpoint is resumed. ``resume`` is None, True (the
+    last checkpoint in ``output_dir``) or a path.
     """
     env = distributed.init_parallel_env(device)
     train_cfg = check_sections(cfg)
@@ -174,6 +176,9 @@ def train(cfg, output_dir=None, resume=None, device=None, seed=None, progress=Tr
         train_cfg["seed"] = seed
     fw_random.seed(train_cfg["seed"])
     task = build_task(cfg)
+    init_weights = getattr(task.model, "init_weights", None)
+    if callable(init_weights):
+        init_weights()        # pretrained parts a model loads only for training (mmcv's convention); resume overwrites
     if device:
         task.model.to(device)
     train_set, eval_set = build_dataset(cfg, "train"), build_dataset(cfg, "eval")

@@ -13,7 +13,10 @@ k in 2..``max_len`` and every position t it sets
 - ``middle k`` (k >= 3): t lies strictly inside a lexicon word of length k.
 
 The feature vector of a position is ``[start 2..K, end 2..K, middle 3..K]``,
-``3K - 4`` values in {0, 1} (K = ``max_len``). Words are matched on ids: a word
+``3K - 4`` values in {0, 1} (K = ``max_len``). :class:`StackedLexiconFeatures`
+puts the features of several lexicons side by side (e.g. the train split's
+words and an outside dictionary, so a model can learn how far to trust each).
+Words are matched on ids: a word
 with a character outside the vocabulary never matches (its id would be the
 unknown id), and neither does one of another length. Matching hashes every
 window of k ids to 64 bits (polynomial hash modulo 2^64) and looks the hashes
@@ -28,7 +31,7 @@ from framework import backend
 from .text import check_unique_lines, full_to_half, read_utf8_lines
 from .vocab import Vocab, _write_lines
 
-__all__ = ["DEFAULT_MAX_LEN", "load_lexicon", "save_lexicon", "LexiconFeatures"]
+__all__ = ["DEFAULT_MAX_LEN", "load_lexicon", "save_lexicon", "LexiconFeatures", "StackedLexiconFeatures"]
 
 DEFAULT_MAX_LEN = 6                     # K: the longest word length with features by default
 
@@ -111,6 +114,27 @@ class LexiconFeatures:
                     middle |= _shifted(found, offset)
                 middles.append(middle)
         return xp.stack(starts + ends + middles, axis=-1).astype(xp.float32)
+
+
+class StackedLexiconFeatures:
+    """Several lexicons' features side by side: ``[features of lexicon 0, features of lexicon 1, ...]``.
+
+    Args:
+        blocks: :class:`LexiconFeatures` (or anything with ``num_features`` and the same call), in order.
+
+    Attributes: ``blocks`` and ``num_features`` (their sum).
+    """
+
+    def __init__(self, blocks):
+        self.blocks = list(blocks)
+        if not self.blocks:
+            raise ValueError("StackedLexiconFeatures: needs at least one lexicon")
+        self.num_features = sum(block.num_features for block in self.blocks)
+
+    def __call__(self, ids):
+        """Features (N, T, num_features) float32 of ``ids`` (N, T): each block's columns in turn."""
+        xp = backend.get_array_module(ids)
+        return xp.concatenate([block(ids) for block in self.blocks], axis=-1)
 
 
 def _starts_of(ids, length, table):

@@ -34,7 +34,8 @@ most frequent first), deterministically, so every process that reads the same
 file gets the same ids; dev/test characters outside it get the unknown id. It is
 built in memory (parsing the corpus takes about half a second) and shared by the
 three splits; save it with ``Vocab.save`` next to a checkpoint and pass it back
-as ``vocab_file``.
+as ``vocab_file``. ``official_chars=True`` appends the official LAC model's
+characters that train lacks.
 
 **Lexicon.** :func:`train_lexicon` lists the train split's words (normalised,
 2..K characters, seen at least ``min_freq`` times) for lexicon features
@@ -190,21 +191,30 @@ def char_labels(words, tags):
     return full_to_half("".join(words)), labels
 
 
-def char_vocab(min_freq=1, path=None, own_tags=False):
+def char_vocab(min_freq=1, path=None, own_tags=False, official_chars=False):
     """The character :class:`~nlp.data.vocab.Vocab` of the train split (normalised chars seen >= ``min_freq`` times).
 
-    Deterministic for a given corpus file, and the same object on every call
-    with the same arguments in one process.
+    With ``official_chars`` the characters of the official LAC vocabulary that
+    it lacks follow, in code-point order (fetched with the official model, see
+    :func:`nlp.lac.official.official_char_vectors`): characters never seen in
+    training then keep their own ids, which a model can start from the
+    official embedding. Deterministic for a given corpus file, and the same
+    object on every call with the same arguments in one process.
     """
-    return _char_vocab(read_corpus(path, own_tags), min_freq)
+    return _char_vocab(read_corpus(path, own_tags), min_freq, bool(official_chars))
 
 
 @functools.lru_cache(maxsize=8)
-def _char_vocab(corpus, min_freq):
+def _char_vocab(corpus, min_freq, official_chars):
     counts = collections.Counter()
     for sentence in corpus.split("train"):
         counts.update(full_to_half("".join(sentence.words)))
-    return Vocab.build(counts, min_freq=min_freq)
+    vocab = Vocab.build(counts, min_freq=min_freq)
+    if not official_chars:
+        return vocab
+    from nlp.lac.official import official_char_vectors    # the official model's module imports this one's package
+    extra = sorted(c for c in official_char_vectors() if c not in vocab and c not in (vocab.pad, vocab.unk))
+    return Vocab(vocab.tokens[2:] + extra, unk=vocab.unk, pad=vocab.pad)
 
 
 def train_lexicon(min_freq=1, max_len=DEFAULT_MAX_LEN, path=None, own_tags=False):
@@ -265,6 +275,9 @@ class PeoplesDailyTagging(Dataset):
     own tag set (:func:`file_tagset`; see "Your own file" in the module
     docstring); a split the file leaves empty raises TextFormatError.
 
+    ``official_chars`` adds the official LAC model's characters to a vocabulary
+    built here (see :func:`char_vocab`).
+
     ``lexicon_folds`` = k >= 2 (train split only) adds ``"lexicon"``: float32
     (L, 3K - 4) lexicon features (:class:`~nlp.data.lexicon.LexiconFeatures`,
     K = ``lexicon_max_len``) computed with a jackknife: a sample of fold f
@@ -272,26 +285,33 @@ class PeoplesDailyTagging(Dataset):
     ``lexicon_min_freq`` times, of the train lines outside fold f, so words
     found only near it are as unknown to it as new words are to the test
     split. :meth:`lexicon` gives the whole train split's lexicon for the task.
+    ``official_lexicon`` then appends 3K - 4 more: the matches of the official
+    LAC dictionaries' words (:func:`nlp.lac.official.official_words`, the same
+    for every sample); give the task the same words as a second lexicon file.
 
     Attributes: ``vocab``, ``tagset``, ``lines`` (int64 (len,), the corpus
-    line each sample comes from), and the three ``lexicon_*`` arguments.
+    line each sample comes from), the three ``lexicon_*`` arguments and
+    ``official_lexicon``.
     """
 
     def __init__(self, split: str = "train", vocab_file: str = None, min_freq: int = 1, max_len: int = 200,
                  corpus_file: str = None, path: str = None, lexicon_folds: int = 0, lexicon_min_freq: int = 1,
-                 lexicon_max_len: int = DEFAULT_MAX_LEN):
+                 lexicon_max_len: int = DEFAULT_MAX_LEN, official_chars: bool = False, official_lexicon: bool = False):
         _check_split(split)
         if max_len < 0:
             raise ValueError(f"PeoplesDailyTagging: max_len must be >= 0 (0: no cut), got {max_len}")
         if lexicon_folds and split != "train":
             raise ValueError(f"PeoplesDailyTagging: lexicon_folds is for the train split, got split {split!r}")
+        if official_lexicon and not lexicon_folds:
+            raise ValueError("PeoplesDailyTagging: official_lexicon adds to the jackknifed lexicon features; "
+                             "set lexicon_folds too")
         if corpus_file and path:
             raise ValueError("PeoplesDailyTagging: give corpus_file (PKU tags) or path (your own tags), not both")
         own_tags, source = path is not None, path or corpus_file
         self.split, self._source, self._own_tags = split, source, own_tags
         self.lexicon_folds, self.lexicon_min_freq = int(lexicon_folds), int(lexicon_min_freq)
-        self.lexicon_max_len = int(lexicon_max_len)
-        self.vocab = Vocab.load(vocab_file) if vocab_file else char_vocab(min_freq, source, own_tags)
+        self.lexicon_max_len, self.official_lexicon = int(lexicon_max_len), bool(official_lexicon)
+        self.vocab = Vocab.load(vocab_file) if vocab_file else char_vocab(min_freq, source, own_tags, official_chars)
         self.tagset = file_tagset(path) if own_tags else TAGSET
         sentences = read_sentences(split, source, own_tags)
         if own_tags and not sentences:
@@ -324,21 +344,29 @@ class PeoplesDailyTagging(Dataset):
         self._bounds = numpy.asarray(bounds, dtype=numpy.int64).reshape(-1, 2)
         self.lines = numpy.asarray(lines, dtype=numpy.int64)
         self._lexicon_flags = self._jackknife_flags(self.lexicon_folds) if self.lexicon_folds else None
+        if official_lexicon:
+            from nlp.lac.official import official_words   # the official model's module imports this one's package
+            official = self._match_flags([official_words(self.lexicon_max_len)], numpy.zeros(len(self.lines), int))
+            self._lexicon_flags = numpy.concatenate([self._lexicon_flags, official], axis=1)
 
     def lexicon(self):
         """The lexicon of the whole train split of this dataset's file (list of str, :func:`train_lexicon` with
         ``lexicon_min_freq`` and ``lexicon_max_len``): the one to give the task as ``lexicon_file``."""
         return train_lexicon(self.lexicon_min_freq, self.lexicon_max_len, self._source, self._own_tags)
 
-    def _jackknife_flags(self, folds, rows_per_pass=1024):
+    def _jackknife_flags(self, folds):
         """(characters, 3K - 4) bool lexicon features of every sample, from the lexicon of the other folds."""
         lexicons = jackknife_lexicons(folds, self.lexicon_min_freq, self.lexicon_max_len, self._source,
                                       self._own_tags)
-        fold_of = (self.lines % 10) % folds
+        return self._match_flags(lexicons, (self.lines % 10) % folds)
+
+    def _match_flags(self, lexicons, group_of, rows_per_pass=1024):
+        """(characters, 3K - 4) bool lexicon features of every sample, matched against ``lexicons[g]`` (lists of
+        str) for the samples with ``group_of`` (int (samples,)) g."""
         flags = numpy.zeros((len(self._tokens), 3 * self.lexicon_max_len - 4), dtype=bool)
-        for fold, words in enumerate(lexicons):
+        for group, words in enumerate(lexicons):
             features = LexiconFeatures(words, self.vocab, self.lexicon_max_len)
-            members = numpy.flatnonzero(fold_of == fold)
+            members = numpy.flatnonzero(group_of == group)
             for first in range(0, len(members), rows_per_pass):
                 starts, ends = self._bounds[members[first:first + rows_per_pass]].T
                 columns = numpy.arange((ends - starts).max(initial=0))

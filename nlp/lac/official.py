@@ -23,6 +23,7 @@ from framework import fetch as fw_fetch
 from framework import load as fw_load, save as fw_save
 from framework.paddle_format import load_paddle_params
 from nlp.data.sources import LAC, LAC_MODEL_DIR
+from nlp.data.text import full_to_half
 from nlp.models.lac import BiGRUCRF, OFFICIAL_NAMES, official_state_dict
 
 from .preprocess import OfficialPreprocessor
@@ -30,7 +31,7 @@ from .segment import CoarseSegmenter
 from .tables import TextFormatError, load_kv_dict
 
 __all__ = ["OfficialTables", "official_model_dir", "source_files", "source_digest", "read_official_tables",
-           "convert_official", "load_official", "load_official_task"]
+           "convert_official", "load_official", "load_official_task", "official_char_vectors", "official_words"]
 
 CONF_FILES = ("word.dic", "tag.dic", "q2b.dic", "small_seg.dic")
 CACHE_FORMAT = 1
@@ -155,6 +156,46 @@ def _write_cache(cache_dir, digest, state, tables):
             os.remove(tmp)
 
 
+def _official_state_and_tables(model_dir=None, cache_dir=None, use_cache=True):
+    """(float32 state dict, :class:`OfficialTables`), converted once and cached (see :func:`load_official`)."""
+    model_dir = model_dir or official_model_dir()
+    if not use_cache:
+        return convert_official(model_dir)
+    cache_dir = cache_dir or _cache_dir()
+    digest = source_digest(model_dir)
+    cached = _read_cache(cache_dir, digest)
+    if cached is None:
+        cached = convert_official(model_dir)
+        _write_cache(cache_dir, digest, *cached)
+    return cached
+
+
+def official_char_vectors(model_dir=None):
+    """``{character: float32 (E,) embedding row}`` for the single characters of the official vocabulary.
+
+    Characters are normalised with :func:`~nlp.data.text.full_to_half` as oar's
+    character vocabularies are; where two official tokens normalise to one
+    character, the one with the smaller id wins. E is 128.
+    """
+    state, tables = _official_state_and_tables(model_dir)
+    rows = state["embedding.weight"]
+    vectors = {}
+    for token, index in sorted(tables.word2id.items(), key=lambda item: item[1]):
+        char = full_to_half(token)
+        if len(char) == 1 and not char.isspace():
+            vectors.setdefault(char, rows[index])
+    return vectors
+
+
+def official_words(max_len, model_dir=None):
+    """The words of 2..``max_len`` characters of the official dictionaries (the coarse segmenter's
+    ``small_seg.dic`` and the multi-character tokens of ``word.dic``), normalised with
+    :func:`~nlp.data.text.full_to_half`, without whitespace, sorted (list of str)."""
+    _, tables = _official_state_and_tables(model_dir)
+    words = {full_to_half(w) for w in list(tables.segmenter.words) + list(tables.word2id)}
+    return sorted(w for w in words if 2 <= len(w) <= max_len and not any(c.isspace() for c in w))
+
+
 def load_official(model_dir=None, cache_dir=None, use_cache=True):
     """(model, preprocessor, tag_names) of the official LAC model, ready for inference.
 
@@ -168,18 +209,7 @@ def load_official(model_dir=None, cache_dir=None, use_cache=True):
         preprocessor: :class:`~nlp.lac.preprocess.OfficialPreprocessor`.
         tag_names: list of K tag names (``"n-B"``, ``"PER-I"``, ``"O"`` ...), indexed by tag id.
     """
-    model_dir = model_dir or official_model_dir()
-    cached = None
-    if use_cache:
-        cache_dir = cache_dir or _cache_dir()
-        digest = source_digest(model_dir)
-        cached = _read_cache(cache_dir, digest)
-    if cached is None:
-        state, tables = convert_official(model_dir)
-        if use_cache:
-            _write_cache(cache_dir, digest, state, tables)
-    else:
-        state, tables = cached
+    state, tables = _official_state_and_tables(model_dir, cache_dir, use_cache)
     model = BiGRUCRF.from_state_dict(state)
     model.eval()
     return model, tables.preprocessor(), tables.tag_names

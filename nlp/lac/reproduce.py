@@ -11,8 +11,9 @@ Both score on the People's Daily 1998-01 test split with
   task's ``lexicon_file``), the train split's words to the card's
   ``weights.lexicon`` (:meth:`PeoplesDailyTagging.lexicon
   <nlp.data.peoples_daily.PeoplesDailyTagging.lexicon>` of the training
-  data), then trains
-  the card's config, evaluates the best dev checkpoint on test and exports
+  data) and, when the training data also matches the official LAC
+  dictionaries (``official_lexicon``), their words to ``weights.official_lexicon``
+  (the task's second lexicon file), then trains the card's config, evaluates the best dev checkpoint on test and exports
   float16 weights.
 - :func:`reproduce_lac` runs the official LAC model on the test split's raw
   text (one corpus line per input) and scores its words and tags against the
@@ -84,8 +85,8 @@ def reproduce_lac_pku(entry, options):
     lexicon = None
     if cfg["task"].get("lexicon_file"):
         lexicon = _save_lexicon(entry, options, train)
-        overrides.append(f"task.lexicon_file={lexicon['path']}")
-        shipped["lexicon"] = lexicon["path"]
+        shipped.update(lexicon["files"])
+        overrides.append(f"task.lexicon_file=[{', '.join(lexicon['files'].values())}]")
     outcome = train_and_measure(entry, options, extra_overrides=overrides)
     wall, cpu = time.time() - start_wall, time.process_time() - start_cpu
     for key, path in shipped.items():
@@ -102,17 +103,24 @@ def reproduce_lac_pku(entry, options):
 
 
 def _save_lexicon(entry, options, train):
-    """Save the training data's lexicon where the card's ``weights.lexicon`` says; returns
-    ``{"path", "words", "min_freq", "max_len", "folds"}``."""
+    """Save the training data's lexicon where the card's ``weights.lexicon`` says, and the official
+    dictionaries' words where ``weights.official_lexicon`` says when the data matches them; returns
+    ``{"files": {card key: path, in the task's order}, "words", "official_words", "min_freq", "max_len",
+    "folds"}``."""
     from zoo.reproduce import destination
-    if "lexicon" not in entry["weights"]:
-        raise ConfigError(f"{entry['config']}: task.lexicon_file is set but the card {entry['name']!r} names no "
-                          f"weights.lexicon to write the lexicon to")
-    words = train.lexicon()
-    path = destination(options, entry["weights"]["lexicon"])
-    save_lexicon(words, path)
-    return {"path": path, "words": len(words), "min_freq": train.lexicon_min_freq, "max_len": train.lexicon_max_len,
-            "folds": train.lexicon_folds}
+    lexicons = {"lexicon": train.lexicon()}
+    if train.official_lexicon:
+        from nlp.lac.official import official_words
+        lexicons["official_lexicon"] = official_words(train.lexicon_max_len)
+    files = {}
+    for key, words in lexicons.items():
+        if key not in entry["weights"]:
+            raise ConfigError(f"{entry['config']}: the task reads lexicon features but the card {entry['name']!r} "
+                              f"names no weights.{key} to write those words to")
+        files[key] = destination(options, entry["weights"][key])
+        save_lexicon(words, files[key])
+    return {"files": files, "words": len(lexicons["lexicon"]),
+            "official_words": len(lexicons.get("official_lexicon", ())), "min_freq": train.lexicon_min_freq, "max_len": train.lexicon_max_len, "folds": train.lexicon_folds}
 
 
 def _features_text(cfg, lexicon):
@@ -124,6 +132,13 @@ def _features_text(cfg, lexicon):
         parts.append(f"the lexicon: the {lexicon['words']} train-split words of 2..{lexicon['max_len']} characters "
                      f"seen >= {lexicon['min_freq']} times, flagged per word length where one starts, ends or lies "
                      f"across a character{jackknife}")
+        if lexicon["official_words"]:
+            parts.append(f"a second lexicon, flagged the same way: the {lexicon['official_words']} words of "
+                         f"2..{lexicon['max_len']} characters of the official LAC model's dictionaries")
+    if cfg["data"]["train"].get("official_chars"):
+        parts.append("the vocabulary also holds the official LAC model's characters unseen in train")
+    if cfg["model"].get("official_embedding_vocab"):
+        parts.append("the embedding starts from the official LAC model's character embedding")
     if cfg["task"].get("constrain_decoding"):
         parts.append("decoding constrained to well-formed label sequences")
     return "; ".join(parts)

@@ -46,6 +46,7 @@ from framework import Tensor, backend, concat, nn, no_grad, to_tensor
 from framework.nn import functional as F
 from framework.nn import initializer as init
 from framework.registry import MODELS
+from nlp.data.vocab import Vocab
 
 __all__ = ["BiGRUCRF", "OFFICIAL_NAMES", "official_state_dict"]
 
@@ -98,12 +99,18 @@ class BiGRUCRF(nn.Layer):
         ngram_orders: the n-gram orders used (each >= 2), e.g. [2] or [2, 3].
         lexicon_features: F, lexicon feature values per position that ``forward`` receives (0: none).
         dropout: dropout probability on the GRU input, between GRU layers and before the emission layer.
+        official_embedding_vocab: the character vocabulary file of this model's ids (the task's
+            ``vocab_file``); when given, :meth:`init_weights` (called once before training) starts the
+            embedding rows of its characters that the official LAC vocabulary has from the official
+            model's character embedding (needs ``emb_dim`` 128; the official model is fetched once).
     """
 
     def __init__(self, vocab_size: int, num_tags: int, emb_dim: int = 128, hidden: int = 128, num_layers: int = 2,
                  origin_mode: bool = False, init_bound: float = 0.1, ngram_buckets: int = 0, ngram_dim: int = 32,
-                 ngram_orders: list = (2,), lexicon_features: int = 0, dropout: float = 0.0):
+                 ngram_orders: list = (2,), lexicon_features: int = 0, dropout: float = 0.0,
+                 official_embedding_vocab: str = None):
         super().__init__()
+        self.official_embedding_vocab = official_embedding_vocab
         self.ngram_orders = tuple(int(n) for n in ngram_orders)
         if ngram_buckets < 0 or (ngram_buckets and (ngram_dim < 1 or not self.ngram_orders
                                                     or min(self.ngram_orders) < 2)):
@@ -131,6 +138,27 @@ class BiGRUCRF(nn.Layer):
                 continue
             fill = init.Constant(0.0) if name.endswith(("bias", "bias_hh")) else uniform
             param.data[...] = fill(param.shape, param.dtype, backend.get_array_module(param.data))
+
+    def init_weights(self):
+        """Start the embedding from the official LAC characters' rows (with ``official_embedding_vocab``);
+        returns the number of rows set (0 without the option). Training calls it once, before the first step."""
+        if not self.official_embedding_vocab:
+            return 0
+        from nlp.lac.official import official_char_vectors   # that module imports this one
+        vocab = Vocab.load(self.official_embedding_vocab)
+        weight = self.embedding.weight
+        if len(vocab) != weight.shape[0]:
+            raise ValueError(f"BiGRUCRF: official_embedding_vocab {self.official_embedding_vocab} has {len(vocab)} "
+                             f"entries but the embedding has {weight.shape[0]} rows (vocab_size)")
+        vectors = official_char_vectors()
+        found = [(i, vectors[token]) for i, token in enumerate(vocab.tokens) if token in vectors]
+        if found and len(found[0][1]) != weight.shape[1]:
+            raise ValueError(f"BiGRUCRF: the official embedding has {len(found[0][1])} columns, the model's "
+                             f"emb_dim is {weight.shape[1]}")
+        xp = backend.get_array_module(weight.data)
+        rows = numpy.asarray([i for i, _ in found], dtype=numpy.int64)
+        weight.data[xp.asarray(rows)] = xp.asarray(numpy.stack([v for _, v in found]), dtype=weight.data.dtype)
+        return len(found)
 
     def forward(self, tokens, lengths, lexicon=None):
         """tokens (N, T) int64 (0 past each length), lengths (N,) int64, lexicon (N, T, F) float32 (with

@@ -26,10 +26,11 @@ tags joined before the user dictionary and the grouping are applied, so memory
 stays bounded for any input size.
 
 **Lexicon features.** With ``lexicon_file`` the task matches that word list
-against the character ids of every batch (training, evaluation and raw text
-alike) with :class:`~nlp.data.lexicon.LexiconFeatures` and passes the
-features to the model as ``lexicon``; the model must read as many
-(``lexicon_features``). The lexicon needs the character vocabulary
+(or each of a list of word lists, their features side by side in list order,
+:class:`~nlp.data.lexicon.StackedLexiconFeatures`) against the character ids
+of every batch (training, evaluation and raw text alike) with
+:class:`~nlp.data.lexicon.LexiconFeatures` and passes the features to the
+model as ``lexicon``; the model must read as many (``lexicon_features``). The lexicon needs the character vocabulary
 (``vocab_file``) to match on ids. A batch that already holds ``lexicon``
 features (N, T, F) (a dataset's jackknifed training features, see
 :class:`~nlp.data.peoples_daily.PeoplesDailyTagging`) is used as it is.
@@ -45,7 +46,7 @@ from framework.io import SequenceCollator
 from framework.nn import functional as F
 from framework.registry import TASKS
 
-from nlp.data.lexicon import DEFAULT_MAX_LEN, LexiconFeatures, load_lexicon
+from nlp.data.lexicon import DEFAULT_MAX_LEN, LexiconFeatures, StackedLexiconFeatures, load_lexicon
 from nlp.data.peoples_daily import TAGSET as PEOPLES_DAILY_TAGSET, file_tagset
 from nlp.data.text import split_points
 from nlp.data.vocab import TagSet, Vocab
@@ -104,8 +105,9 @@ class LexicalAnalysis(Task):
         batch_size: texts per forward pass in :meth:`predict_raw`.
         max_chunk_len: longest text (characters) tagged in one piece by :meth:`predict_raw`.
         max_batch_tokens: most padded ids (texts x longest) in one forward pass of :meth:`predict_raw`.
-        lexicon_file: a word list (:func:`~nlp.data.lexicon.load_lexicon`) whose matches the model reads as
-            lexicon features (module docstring); needs ``vocab_file`` (or a character preprocessor).
+        lexicon_file: a word list file (:func:`~nlp.data.lexicon.load_lexicon`), or a list of them, whose
+            matches the model reads as lexicon features (module docstring); needs ``vocab_file`` (or a
+            character preprocessor).
         lexicon_max_len: the longest lexicon word length with features (K: 3K - 4 features per position).
         constrain_decoding: decode only well-formed label sequences (``X-I`` only after ``X-B`` or
             ``X-I``), the way the corpus and the metrics read words; False decodes as the official LAC
@@ -119,7 +121,7 @@ class LexicalAnalysis(Task):
 
     def __init__(self, model, preprocessor=None, tag_names=None, vocab_file: str = None, tag_file: str = None,
                  tagged_file: str = None, customization=None, batch_size: int = 64, max_chunk_len: int = 10000,
-                 max_batch_tokens: int = 8192, lexicon_file: str = None, lexicon_max_len: int = DEFAULT_MAX_LEN,
+                 max_batch_tokens: int = 8192, lexicon_file=None, lexicon_max_len: int = DEFAULT_MAX_LEN,
                  constrain_decoding: bool = False, metrics=None):
         if min(batch_size, max_chunk_len, max_batch_tokens) < 1:
             raise ValueError(f"LexicalAnalysis: batch_size, max_chunk_len and max_batch_tokens must be >= 1, "
@@ -151,18 +153,22 @@ class LexicalAnalysis(Task):
         self.collate_fn = TaggingCollator()
 
     def _lexicon_features(self, lexicon_file, max_len):
-        """The :class:`LexiconFeatures` of ``lexicon_file`` over the preprocessor's vocabulary, checked against
-        the model's ``lexicon_features``."""
+        """The :class:`StackedLexiconFeatures` of ``lexicon_file`` (one path or a list) over the preprocessor's
+        vocabulary, checked against the model's ``lexicon_features``."""
+        files = [lexicon_file] if isinstance(lexicon_file, str) else lexicon_file
+        if not isinstance(files, (list, tuple)) or not files or not all(isinstance(f, str) for f in files):
+            raise ConfigError(f"LexicalAnalysis: lexicon_file must be a file path or a list of them, "
+                              f"got {lexicon_file!r}")
         vocab = getattr(self.preprocessor, "vocab", None)
         if vocab is None:
             raise ConfigError(f"LexicalAnalysis: lexicon_file {lexicon_file} needs the character vocabulary "
                               f"the model reads; set task.vocab_file")
-        features = LexiconFeatures(load_lexicon(lexicon_file), vocab, max_len)
+        features = StackedLexiconFeatures([LexiconFeatures(load_lexicon(f), vocab, max_len) for f in files])
         wanted = getattr(self.model, "lexicon_features", None)
         if wanted != features.num_features:
             raise ConfigError(f"LexicalAnalysis: lexicon_max_len={max_len} gives {features.num_features} lexicon "
-                              f"features per position but the model reads {wanted}; set model.lexicon_features: "
-                              f"{features.num_features}")
+                              f"features per position ({len(files)} lexicon(s)) but the model reads {wanted}; "
+                              f"set model.lexicon_features: {features.num_features}")
         return features
 
     def _emissions(self, batch):

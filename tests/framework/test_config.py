@@ -215,3 +215,20 @@ def test_bad_references_name_the_key(tmp_path, text, words):
     with pytest.raises(ConfigError, match="bad.yaml") as err:
         load_config(path)
     assert words in str(err.value)
+
+
+def test_registry_takes_null_where_the_default_is_none():
+    from framework.registry import Registry
+    registry = Registry("THINGS")
+
+    @registry.register()
+    class Thing:
+        def __init__(self, path: str = None, size: int = 3):
+            self.path, self.size = path, size
+
+    assert registry.build({"type": "Thing", "path": None}).path is None
+    assert registry.build({"type": "Thing", "path": "a.npz"}).path == "a.npz"
+    with pytest.raises(ConfigError, match="'path' .* must be a string or null, got 3"):
+        registry.build({"type": "Thing", "path": 3})
+    with pytest.raises(ConfigError, match="'size' .* must be an integer, got None"):
+        registry.build({"type": "Thing", "size": None})

@@ -38,15 +38,19 @@ def test_config_builds_its_sizes_with_the_shipped_files_and_lac_learning_rates(c
     assert cfg["train"]["metric"] == "pos_f1"
 
 
-def test_shipped_vocabulary_and_lexicon_are_the_train_splits(cfg):
+def test_shipped_vocabulary_and_lexicons_are_the_train_splits_and_the_official_ones(cfg):
     from nlp.data.lexicon import load_lexicon
     from nlp.data.peoples_daily import char_vocab, train_lexicon
     from nlp.data.vocab import Vocab
+    from nlp.lac.official import official_words
+    train = cfg["data"]["train"]
     shipped = Vocab.load(os.path.join(ROOT, cfg["task"]["vocab_file"]))
-    assert shipped == char_vocab(cfg["data"]["train"]["min_freq"])
+    assert shipped == char_vocab(train["min_freq"], official_chars=train["official_chars"])
     assert len(shipped) == cfg["model"]["vocab_size"]
-    lexicon = load_lexicon(os.path.join(ROOT, cfg["task"]["lexicon_file"]))
-    assert lexicon == train_lexicon(cfg["data"]["train"]["lexicon_min_freq"])
+    assert cfg["model"]["official_embedding_vocab"] == cfg["task"]["vocab_file"]
+    train_words, official = [load_lexicon(os.path.join(ROOT, f)) for f in cfg["task"]["lexicon_file"]]
+    assert train_words == train_lexicon(train["lexicon_min_freq"])
+    assert train["official_lexicon"] and official == official_words(6)
 
 
 def test_ngram_ids_hash_the_windows_around_each_position():
@@ -222,6 +226,20 @@ def test_lexicon_model_reads_the_features_the_task_computes(tmp_path):
     with pytest.raises(ConfigError, match="model.lexicon_features: 5"):
         LexicalAnalysis(BiGRUCRF(len(vocab), 5), vocab_file=str(tmp_path / "vocab.txt"),
                         lexicon_file=str(tmp_path / "lex.txt"), lexicon_max_len=3)
+    save_lexicon(["是好", "好日子"], str(tmp_path / "lex2.txt"))
+    stacked = LexicalAnalysis(BiGRUCRF(len(vocab), 5, lexicon_features=10), vocab_file=str(tmp_path / "vocab.txt"),
+                              lexicon_file=[str(tmp_path / "lex.txt"), str(tmp_path / "lex2.txt")],
+                              lexicon_max_len=3, tag_names=["n-B", "n-I", "v-B", "v-I", "O"])
+    features = stacked.lexicon(batch["tokens"].numpy())                          # (1, 6, 5 + 5)
+    numpy.testing.assert_array_equal(features[..., :5], task.lexicon(batch["tokens"].numpy()))
+    # the second lexicon's columns: start 2 (是好), start 3 (好日子), end 2, end 3, middle 3
+    assert features[0, :, 5:].T.tolist() == [[0, 0, 1, 0, 0, 0], [0, 0, 0, 1, 0, 0], [0, 0, 0, 1, 0, 0],
+                                             [0, 0, 0, 0, 0, 1], [0, 0, 0, 0, 1, 0]]
+    with pytest.raises(ConfigError, match=r"\(2 lexicon\(s\)\).*model.lexicon_features: 10"):
+        LexicalAnalysis(BiGRUCRF(len(vocab), 5, lexicon_features=5), vocab_file=str(tmp_path / "vocab.txt"),
+                        lexicon_file=[str(tmp_path / "lex.txt"), str(tmp_path / "lex2.txt")], lexicon_max_len=3)
+    with pytest.raises(ConfigError, match="a file path or a list of them"):
+        LexicalAnalysis(model, vocab_file=str(tmp_path / "vocab.txt"), lexicon_file=[3], lexicon_max_len=3)
     copy = BiGRUCRF.from_state_dict(model.state_dict(), lexicon_features=5)
     copy.eval()
     numpy.testing.assert_array_equal(copy(batch["tokens"], batch["tokens_lengths"],

@@ -31,7 +31,7 @@ def tiny_corpus(tmp_path):
     path = tmp_path / "corpus.txt"
     path.write_text("\n".join(CORPUS_LINES[i % len(CORPUS_LINES)] for i in range(40)) + "\n", encoding="utf-8")
     from nlp.data.peoples_daily import char_vocab
-    return str(path), len(char_vocab(2, str(path)))
+    return str(path), len(char_vocab(2, str(path), official_chars=True))      # as configs/nlp/lac_pku.yaml
 
 
 def test_card_names_its_files_and_their_hashes():
@@ -41,6 +41,7 @@ def test_card_names_its_files_and_their_hashes():
     assert _sha(os.path.join(ROOT, weights["path"])) == weights["sha256"]
     assert _sha(os.path.join(ROOT, weights["vocab"])) == weights["vocab_sha256"]
     assert _sha(os.path.join(ROOT, weights["lexicon"])) == weights["lexicon_sha256"]
+    assert _sha(os.path.join(ROOT, weights["official_lexicon"])) == weights["official_lexicon_sha256"]
     assert os.path.getsize(os.path.join(ROOT, weights["path"])) <= 8 * 2 ** 20
     state = framework.load(os.path.join(ROOT, weights["path"]))["model"]
     assert {v.dtype for v in state.values() if v.dtype.kind == "f"} == {numpy.dtype(numpy.float16)}
@@ -62,7 +63,7 @@ def test_lac_pku_runs_offline_without_the_corpus(tmp_path, monkeypatch):
     monkeypatch.setattr(framework.fetch, "fetch", no_fetch)
     monkeypatch.setattr(nlp.data.peoples_daily, "fetch", no_fetch)
     task = zoo.load("lac_pku")
-    assert task.lexicon.num_words > 10000             # the shipped lexicon feeds the model
+    assert [block.num_words > 10000 for block in task.lexicon.blocks] == [True, True]   # the shipped lexicons
     texts = ["今天是个好日子", "", "中国人民银行在北京召开会议。"]
     results = task.predict(texts)
     assert ["".join(r["words"]) for r in results] == texts
@@ -106,7 +107,7 @@ def test_reproduce_lac_pku_dry_run_leaves_the_repository_alone(tiny_corpus, tmp_
     corpus, vocab_size = tiny_corpus
     protected = [os.path.join(ROOT, p) for p in ("zoo/catalog.yaml", "zoo/weights/lac_pku.npz",
                                                   "zoo/weights/lac_pku.vocab.txt", "zoo/weights/lac_pku.lexicon.txt",
-                                                  "docs/RESULTS.md")]
+                                                  "zoo/weights/lac_pku.official_lexicon.txt", "docs/RESULTS.md")]
     before = {p: _sha(p) for p in protected if os.path.exists(p)}
     out = tmp_path / "out"
     overrides = [f"data.{split}.corpus_file={corpus}" for split in ("train", "eval", "test")]
@@ -124,7 +125,7 @@ def test_reproduce_lac_pku_dry_run_leaves_the_repository_alone(tiny_corpus, tmp_
     assert framework.load(str(weights))["model"]["ngram_embedding.weight"].dtype == numpy.float16
     from nlp.data.peoples_daily import char_vocab
     from nlp.data.vocab import Vocab
-    assert Vocab.load(str(dry / entry["weights"]["vocab"])) == char_vocab(2, corpus)
+    assert Vocab.load(str(dry / entry["weights"]["vocab"])) == char_vocab(2, corpus, official_chars=True)
     from nlp.data.lexicon import load_lexicon
     from nlp.data.peoples_daily import train_lexicon
     lexicon = dry / entry["weights"]["lexicon"]
@@ -132,10 +133,15 @@ def test_reproduce_lac_pku_dry_run_leaves_the_repository_alone(tiny_corpus, tmp_
         min_freq = yaml.safe_load(f)["data"]["train"]["lexicon_min_freq"]
     assert load_lexicon(str(lexicon)) == train_lexicon(min_freq, path=corpus) and len(load_lexicon(str(lexicon))) > 5
     assert _sha(lexicon) == entry["weights"]["lexicon_sha256"]
+    from nlp.lac.official import official_words
+    official = dry / entry["weights"]["official_lexicon"]
+    assert load_lexicon(str(official)) == official_words(6)
+    assert _sha(official) == entry["weights"]["official_lexicon_sha256"]
     results = (dry / "docs" / "RESULTS.md").read_text(encoding="utf-8")
     block = results[results.index("<!-- reproduce:lac_pku -->"):results.index("<!-- /reproduce:lac_pku -->")]
     assert "`oar reproduce lac_pku`" in block and "| segmentation |" in block and "CPU time" in block
-    assert "lexicon" in block and "hashed character n-grams" in block
+    assert "lexicon" in block and "hashed character n-grams" in block and "official LAC model's dictionaries" in block
+    assert "character embedding" in block
 
 
 def test_reproduce_rejects_a_vocab_size_that_does_not_fit(tiny_corpus, tmp_path, capsys):
