@@ -58,17 +58,23 @@ def _checked_weights(entry):
     return _checked_file(entry, weights.get("path"), weights.get("sha256"))
 
 
+def _repo_path(value):
+    """``value`` made absolute when it is a relative path of an existing repository file, else unchanged."""
+    if isinstance(value, str) and not os.path.isabs(value) and os.path.exists(os.path.join(ROOT, value)):
+        return os.path.join(ROOT, value)
+    return value
+
+
 def _resolve_repo_files(section):
-    """Make the relative ``*_file`` paths of a config section that exist under the repository absolute.
+    """Make the relative ``*_file`` paths (one path or a list) of a config section that exist under the
+    repository absolute.
 
     Shipped configs name shipped files relative to the repository root (e.g.
     ``task.vocab_file: zoo/weights/lac_pku.vocab.txt``), so ``load`` works from any directory.
     """
     for key, value in section.items():
-        if key.endswith("_file") and isinstance(value, str) and not os.path.isabs(value):
-            candidate = os.path.join(ROOT, value)
-            if os.path.exists(candidate):
-                section[key] = candidate
+        if key.endswith("_file"):
+            section[key] = [_repo_path(v) for v in value] if isinstance(value, list) else _repo_path(value)
 
 
 def _card_overrides(entry):
