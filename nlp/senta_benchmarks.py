@@ -3,9 +3,12 @@
 One step is forward, cross-entropy, backward and an Adam update on a batch of
 ``batch`` full-length sequences of random ids. When PyTorch is importable the
 same networks (embedding, bidirectional LSTM or window-3 convolution, max over
-time, tanh head) run beside ours on the same ids. Timings are medians after a
-warm-up; nothing here is asserted.
+time, tanh head) run beside ours on the same ids, with as many threads as
+``OPENBLAS_NUM_THREADS`` gives ours. Timings are medians after a warm-up;
+nothing here is asserted.
 """
+import os
+
 import numpy
 
 import framework
@@ -19,11 +22,15 @@ __all__ = ["bench_train_step", "run_all"]
 
 
 def _torch():
+    """PyTorch with as many threads as ``OPENBLAS_NUM_THREADS`` gives oar (its own default when unset), or None."""
     try:
         import torch
-        return torch
     except ImportError:
         return None
+    threads = os.environ.get("OPENBLAS_NUM_THREADS")
+    if threads:
+        torch.set_num_threads(int(threads))
+    return torch
 
 
 def _torch_model(torch, kind, vocab_size, emb_dim, hidden, hidden2):
