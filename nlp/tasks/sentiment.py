@@ -248,14 +248,20 @@ def reproduce(names=CHAR_MODELS, config_dir="configs/nlp", output_root="outputs"
     return rows
 
 
-def results_table(rows, facts=""):
+def results_table(rows, facts="", peer=None):
     """The Markdown block of ``docs/RESULTS.md``: one line per :func:`reproduce` row (model, input, dev
-    accuracy, test accuracy and macro-F1, train time), then ``facts`` (how and where it was measured)."""
+    accuracy, test accuracy and macro-F1, train time), the peer's line (a :func:`nlp.senta_peer.run_peer`
+    dict; None: a sentence saying it was not measured), then ``facts`` (how and where it was measured)."""
     lines = ["| model | input | dev acc | test acc | test macro-F1 | train time |", "|---|---|---|---|---|---|"]
     for row in rows:
         lines.append(f"| {row['name']} | {row['input']} | {row['dev_acc']:.3f} | {row['test_acc']:.3f} | "
                      f"{row['test_macro_f1']:.3f} | {row['train_seconds'] / 60:.1f} min |")
-    return "\n".join(lines + (["", facts] if facts else []))
+    if peer is not None:
+        lines.append(f"| peer: TF-IDF + logistic regression (C={peer['C']:g}) | char 1-3-grams | "
+                     f"{peer['dev_acc']:.3f} | {peer['test_acc']:.3f} | {peer['test_macro_f1']:.3f} | - |")
+    notes = [] if peer is not None else ["The peer (TF-IDF over character 1-3-grams + logistic regression) was not "
+                                         "measured: scikit-learn is not importable here."]
+    return "\n".join(lines + [""] * bool(notes or facts) + notes + ([facts] if facts else []))
 
 
 def reproduce_senta(entry, options):
@@ -264,7 +270,8 @@ def reproduce_senta(entry, options):
 
     Trains the card's ``reproduce.models`` (default :data:`ALL_CONFIGS`, the
     five models on characters, LAC words and SentencePiece pieces) and
-    measures them on dev and test. The shipped models (those of
+    measures them on dev and test, and the TF-IDF peer when scikit-learn is
+    importable (:mod:`nlp.senta_peer`). The shipped models (those of
     :data:`CHAR_MODELS` that have a card) are exported in float16 to their
     cards' ``weights.path`` and scored from there; their shared vocabulary (the
     task's, built from the training texts) is saved to ``weights.vocab``.
@@ -291,6 +298,7 @@ def reproduce_senta(entry, options):
     start, start_cpu = time.time(), time.process_time()
     rows = reproduce(names, os.path.join(ROOT, "configs", "nlp"), options.output_root, options.device,
                      not options.quiet, options.overrides, exports)
+    peer = _measured_peer()
     facts = (f"Command: `oar reproduce senta`. Wall time {(time.time() - start) / 60:.1f} min, CPU time "
              f"{(time.process_time() - start_cpu) / 60:.1f} min in all; {machine_description()}; "
              f"{datetime.date.today().isoformat()}.")
@@ -301,4 +309,13 @@ def reproduce_senta(entry, options):
                                         **vocab}}
               for row in rows if row["name"] in shipped}
     own = models.pop(entry["name"])
-    return {**own, "models": models, "results_name": "senta", "results_text": results_table(rows, facts)}
+    return {**own, "models": models, "results_name": "senta", "results_text": results_table(rows, facts, peer)}
+
+
+def _measured_peer():
+    """:func:`nlp.senta_peer.run_peer`'s result, or None when scikit-learn is not importable."""
+    from nlp.senta_peer import run_peer
+    try:
+        return run_peer()
+    except ImportError:
+        return None

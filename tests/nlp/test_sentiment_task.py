@@ -157,3 +157,16 @@ def test_shipped_configs_build(path):
     batch = task.collate_fn([{"text": "质量很好，推荐！", "label": 1}])
     assert batch["lengths"].tolist() == [8]
     assert task.model(framework.to_tensor(batch["ids"]), framework.to_tensor(batch["lengths"])).shape == (1, 2)
+
+
+def test_results_table_holds_the_peer_or_says_it_was_not_measured():
+    from nlp.tasks.sentiment import results_table
+    rows = [{"name": "senta_cnn", "input": "char", "dev_acc": 0.8431, "test_acc": 0.826, "test_macro_f1": 0.825,
+             "train_seconds": 102.0}]
+    peer = {"C": 4.0, "dev_acc": 0.836, "test_acc": 0.849, "test_macro_f1": 0.848}
+    with_peer = results_table(rows, "Command: x.", peer).splitlines()
+    assert with_peer[2] == "| senta_cnn | char | 0.843 | 0.826 | 0.825 | 1.7 min |"
+    assert with_peer[3] == "| peer: TF-IDF + logistic regression (C=4) | char 1-3-grams | 0.836 | 0.849 | 0.848 | - |"
+    assert with_peer[-1] == "Command: x."
+    without = results_table(rows, "Command: x.")
+    assert "| peer" not in without and "was not measured: scikit-learn is not importable" in without
