@@ -1,4 +1,6 @@
 """The official LAC model's characters, embedding rows and dictionary words as resources for a tagger trained here."""
+import os
+
 import numpy
 import pytest
 
@@ -55,7 +57,9 @@ def test_init_weights_starts_the_known_characters_from_the_official_rows(tmp_pat
 
 
 def test_training_calls_init_weights_once_before_the_first_step(tmp_path, monkeypatch):
-    from tests.framework.test_trainer import _cfg
+    import zoo.toy  # noqa: F401  (registers the tiny task)
+    from framework.config import load_config
+    from zoo.catalog import ROOT
     build, calls = runner.build_task, []
 
     def build_task(cfg):
@@ -64,5 +68,6 @@ def test_training_calls_init_weights_once_before_the_first_step(tmp_path, monkey
         return task
 
     monkeypatch.setattr(runner, "build_task", build_task)
-    runner.train(_cfg("train.max_steps=2"), output_dir=str(tmp_path), progress=False)
+    tiny = os.path.join(ROOT, "configs", "_test", "tiny.yaml")
+    runner.train(load_config(tiny, ["train.max_steps=2"]), output_dir=str(tmp_path), progress=False)
     assert len(calls) == 1
