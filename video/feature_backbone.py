@@ -44,10 +44,11 @@ from .data.decode import VideoReader
 from .data.features import FeatureExtractor, extract_features, feature_transforms
 from .data.progress import ProgressLine
 from .data.synthetic import SHAPES, ensure_synthetic_set, plan_video, spec_from_config
+from .data.transforms import mirror_array
 from .tasks.feature_recognition import resolve_path
 
-__all__ = ["SyntheticFrameAttributes", "mirror_array", "mirror_frames", "mirror_label_map", "MIRROR_LABEL_MAPS", "FrameAttributes", "FrameAttributeMetrics", "NUM_OUTPUTS", "frame_targets",
-           "synthetic_features_folder", "SyntheticFeatures"]
+__all__ = ["SyntheticFrameAttributes", "mirror_frames", "mirror_label_map", "MIRROR_LABEL_MAPS", "FrameAttributes",
+           "FrameAttributeMetrics", "NUM_OUTPUTS", "frame_targets", "synthetic_features_folder", "SyntheticFeatures"]
 
 NUM_OUTPUTS = len(SHAPES) + 1 + 5
 
@@ -118,24 +119,10 @@ class SyntheticFrameAttributes(Dataset):
         return {"imgs": imgs, **targets}
 
 
-def mirror_array(array, which, row_axis):
-    """``array`` mirrored by symmetry ``which`` (0-7) of the square: bit 0 left-right, bit 1 top-bottom,
-    bit 2 about the diagonal (rows become columns; square images only), in that order. Image rows are
-    axis ``row_axis`` and columns the next one. Returns a contiguous copy."""
-    column_axis = row_axis + 1
-    if which & 1:
-        array = numpy.flip(array, column_axis)
-    if which & 2:
-        array = numpy.flip(array, row_axis)
-    if which & 4:
-        array = array.swapaxes(row_axis, column_axis)
-    return numpy.ascontiguousarray(array)
-
-
 def mirror_frames(imgs, geometry, which):
     """Frames (F, C, H, W) and their targets (F, 5) (as :func:`frame_targets`: x, y, log size, cos, sin of
-    the angle, y and the angle measured downwards on screen) mirrored by :func:`mirror_array`'s symmetry
-    ``which``; the shape is unchanged. Returns the new ``(imgs, geometry)``."""
+    the angle, y and the angle measured downwards on screen) mirrored by symmetry ``which`` of
+    :func:`~video.data.transforms.mirror_array`; the shape is unchanged. Returns the new ``(imgs, geometry)``."""
     geometry = geometry.copy()
     x, y, cos, sin = (geometry[:, i].copy() for i in (0, 1, 3, 4))
     if which & 1:
@@ -260,7 +247,8 @@ MIRROR_LABEL_MAPS = ((1, 0, 2, 3, 5, 4, 6, 7, 8, 9, 10, 11),    # left-right: mo
 
 
 def mirror_label_map(which):
-    """Where :func:`mirror_array`'s symmetry ``which`` sends each motion label: a tuple of 12 label ids."""
+    """Where symmetry ``which`` of :func:`~video.data.transforms.mirror_array` sends each motion label: a tuple
+    of 12 label ids."""
     mapping = tuple(range(len(MIRROR_LABEL_MAPS[0])))
     for bit, moves in enumerate(MIRROR_LABEL_MAPS):
         if which & (1 << bit):
@@ -269,17 +257,17 @@ def mirror_label_map(which):
 
 
 def _mirrored_train_features(folder, out, extractor, num_frames):
-    """Features of the 7 mirror images (:func:`mirror_array`) of every training video under
+    """Features of the 7 mirror images (:func:`~video.data.transforms.mirror_array`) of every training video under
     ``out/rgb/m<k>/`` and the list ``multilabel_train_mirrored.txt`` naming them and the originals, with
     the motion labels moved (:func:`mirror_label_map`)."""
     entries = read_list_file(os.path.join(folder, "multilabel_train.txt"), multi_label=True)
     lines = [f"{os.path.splitext(e.path)[0]} {','.join(map(str, e.labels))}" for e in entries]
     for which in range(1, 8):
-        moved = mirror_label_map(which)                      # motions move; shapes (12-17) stay
+        moved = dict(enumerate(mirror_label_map(which)))     # motions move; shapes (12-17) stay
         mirrored = lambda frames, which=which: extractor(mirror_array(frames, which, 1))  # noqa: E731
         extract_features(entries, folder, out, mirrored, num_frames=num_frames, modality=f"rgb/m{which}",
                          list_name=f"m{which}.txt", on_error="raise", progress=ProgressLine(f"mirror {which}"))
-        lines += [f"m{which}/{os.path.splitext(e.path)[0]} {','.join(str(moved[l] if l < len(moved) else l) for l in e.labels)}"
+        lines += [f"m{which}/{os.path.splitext(e.path)[0]} {','.join(str(moved.get(l, l)) for l in e.labels)}"
                   for e in entries]
     with open(os.path.join(out, "multilabel_train_mirrored.txt"), "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")

@@ -11,8 +11,10 @@ import vision.models  # noqa: E402,F401
 from framework.engine.task import to_tensors  # noqa: E402
 from framework.registry import MODELS  # noqa: E402
 from video.data.synthetic import SyntheticSpec, plan_video  # noqa: E402
-from video.feature_backbone import (NUM_OUTPUTS, mirror_array, mirror_frames, mirror_label_map, FrameAttributeMetrics, FrameAttributes,  # noqa: E402
-                                    SyntheticFeatures, SyntheticFrameAttributes, frame_targets)
+from video.data.transforms import mirror_array  # noqa: E402
+from video.feature_backbone import (NUM_OUTPUTS, FrameAttributeMetrics, FrameAttributes,  # noqa: E402
+                                    SyntheticFeatures, SyntheticFrameAttributes, frame_targets, mirror_frames,
+                                    mirror_label_map)
 from video.models.attention_lstm import AttentionLSTM  # noqa: E402
 from video.tasks.feature_recognition import FeatureRecognition, LabelGroupAccuracy  # noqa: E402
 

@@ -32,7 +32,7 @@ from framework.registry import TRANSFORMS
 from vision.data.transforms import ImageTransform, Resize, image_key
 
 __all__ = ["RandomShortSideScale", "RandomCrop", "MultiScaleCrop", "ThreeCrop", "TenCrop", "FormatClips",
-           "RandomFlip", "RandomTimeReverse", "check_label_map", "remap_label", "LAYOUTS"]
+           "RandomFlip", "RandomTimeReverse", "check_label_map", "remap_label", "mirror_array", "LAYOUTS"]
 
 LAYOUTS = ("NTCHW", "NCTHW")
 
@@ -235,6 +235,20 @@ class FormatClips(ImageTransform):
         return {**sample, key: numpy.ascontiguousarray(clips.transpose(axes), dtype=numpy.float32)}
 
 
+def mirror_array(array, which, row_axis):
+    """``array`` mirrored by symmetry ``which`` (0-7) of the square: bit 0 left-right, bit 1 top-bottom,
+    bit 2 about the diagonal (rows become columns; square images only), in that order. Image rows are
+    axis ``row_axis`` and columns the next one. Returns a contiguous copy."""
+    column_axis = row_axis + 1
+    if which & 1:
+        array = numpy.flip(array, column_axis)
+    if which & 2:
+        array = numpy.flip(array, row_axis)
+    if which & 4:
+        array = array.swapaxes(row_axis, column_axis)
+    return numpy.ascontiguousarray(array)
+
+
 def _happens(p, rng=None):
     """One draw: True with probability ``p`` (from ``rng``, default the sample's generator)."""
     return (sample_rng() if rng is None else rng).random() < p
@@ -293,10 +307,7 @@ class RandomFlip(ImageTransform):
                              f"{images.shape[-2]}; crop them first")
         if not _happens(self.p, rng):
             return sample
-        if self.direction == "diagonal":
-            images = numpy.ascontiguousarray(images.swapaxes(-3, -2))
-        else:
-            images = numpy.flip(images, axis=-2 if self.direction == "horizontal" else -3)
+        images = mirror_array(images, 1 << self.DIRECTIONS.index(self.direction), row_axis=-3)
         return remap_label({**sample, key: images}, self.label_map, "RandomFlip")
 
 
