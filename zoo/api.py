@@ -82,9 +82,7 @@ def _card_overrides(entry):
     resolved = []
     for item in entry.get("overrides", []):
         key, _, value = item.partition("=")
-        candidate = os.path.join(ROOT, value)
-        resolved.append(f"{key}={candidate}" if value and not os.path.isabs(value) and os.path.isfile(candidate)
-                        else item)
+        resolved.append(f"{key}={_repo_path(value)}" if value else item)
     return resolved
 
 

@@ -213,7 +213,7 @@ def _char_vocab(corpus, min_freq, official_chars):
     if not official_chars:
         return vocab
     from nlp.lac.official import official_char_vectors    # the official model's module imports this one's package
-    extra = sorted(c for c in official_char_vectors() if c not in vocab and c not in (vocab.pad, vocab.unk))
+    extra = sorted(c for c in official_char_vectors() if c not in vocab)     # single characters, never pad/unk
     return Vocab(vocab.tokens[2:] + extra, unk=vocab.unk, pad=vocab.pad)
 
 

@@ -13,6 +13,7 @@ The converted weights (float32) and tables are cached under
 stamped with the sha256 of the source files; a later load that finds the same
 stamp skips the conversion, any other stamp converts again.
 """
+import functools
 import hashlib
 import json
 import os
@@ -175,25 +176,33 @@ def official_char_vectors(model_dir=None):
 
     Characters are normalised with :func:`~nlp.data.text.full_to_half` as oar's
     character vocabularies are; where two official tokens normalise to one
-    character, the one with the smaller id wins. E is 128.
+    character, the one with the smaller id wins. E is 128. A new dict each call;
+    the rows are shared read-only arrays.
     """
-    state, tables = _official_state_and_tables(model_dir)
-    rows = state["embedding.weight"]
-    vectors = {}
-    for token, index in sorted(tables.word2id.items(), key=lambda item: item[1]):
-        char = full_to_half(token)
-        if len(char) == 1 and not char.isspace():
-            vectors.setdefault(char, rows[index])
-    return vectors
+    return dict(_official_resources(model_dir)[0])
 
 
 def official_words(max_len, model_dir=None):
     """The words of 2..``max_len`` characters of the official dictionaries (the coarse segmenter's
     ``small_seg.dic`` and the multi-character tokens of ``word.dic``), normalised with
     :func:`~nlp.data.text.full_to_half`, without whitespace, sorted (list of str)."""
-    _, tables = _official_state_and_tables(model_dir)
+    return [w for w in _official_resources(model_dir)[1] if len(w) <= max_len]
+
+
+@functools.lru_cache(maxsize=2)
+def _official_resources(model_dir):
+    """(character vectors, sorted words of >= 2 characters) of the official model, read once per process."""
+    state, tables = _official_state_and_tables(model_dir)
+    rows = state["embedding.weight"]
+    vectors = {}
+    for token, index in sorted(tables.word2id.items(), key=lambda item: item[1]):
+        char = full_to_half(token)
+        if len(char) == 1 and not char.isspace():
+            vectors.setdefault(char, rows[index].copy())
+    for row in vectors.values():
+        row.flags.writeable = False
     words = {full_to_half(w) for w in list(tables.segmenter.words) + list(tables.word2id)}
-    return sorted(w for w in words if 2 <= len(w) <= max_len and not any(c.isspace() for c in w))
+    return vectors, sorted(w for w in words if len(w) >= 2 and not any(c.isspace() for c in w))
 
 
 def load_official(model_dir=None, cache_dir=None, use_cache=True):

@@ -12,8 +12,9 @@ Both score on the People's Daily 1998-01 test split with
   ``weights.lexicon`` (:meth:`PeoplesDailyTagging.lexicon
   <nlp.data.peoples_daily.PeoplesDailyTagging.lexicon>` of the training
   data) and, when the training data also matches the official LAC
-  dictionaries (``official_lexicon``), their words to ``weights.official_lexicon``
-  (the task's second lexicon file), then trains the card's config, evaluates the best dev checkpoint on test and exports
+  dictionaries (``official_lexicon``), their words to
+  ``weights.official_lexicon`` (the task's second lexicon file), then trains
+  the card's config, evaluates the best dev checkpoint on test and exports
   float16 weights.
 - :func:`reproduce_lac` runs the official LAC model on the test split's raw
   text (one corpus line per input) and scores its words and tags against the
@@ -120,7 +121,8 @@ def _save_lexicon(entry, options, train):
         files[key] = destination(options, entry["weights"][key])
         save_lexicon(words, files[key])
     return {"files": files, "words": len(lexicons["lexicon"]),
-            "official_words": len(lexicons.get("official_lexicon", ())), "min_freq": train.lexicon_min_freq, "max_len": train.lexicon_max_len, "folds": train.lexicon_folds}
+            "official_words": len(lexicons.get("official_lexicon", ())), "min_freq": train.lexicon_min_freq,
+            "max_len": train.lexicon_max_len, "folds": train.lexicon_folds}
 
 
 def _features_text(cfg, lexicon):

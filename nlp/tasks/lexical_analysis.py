@@ -30,9 +30,10 @@ stays bounded for any input size.
 :class:`~nlp.data.lexicon.StackedLexiconFeatures`) against the character ids
 of every batch (training, evaluation and raw text alike) with
 :class:`~nlp.data.lexicon.LexiconFeatures` and passes the features to the
-model as ``lexicon``; the model must read as many (``lexicon_features``). The lexicon needs the character vocabulary
-(``vocab_file``) to match on ids. A batch that already holds ``lexicon``
-features (N, T, F) (a dataset's jackknifed training features, see
+model as ``lexicon``; the model must read as many (``lexicon_features``).
+The lexicon needs the character vocabulary (``vocab_file``) to match on ids.
+A batch that already holds ``lexicon`` features (N, T, F) (a dataset's
+jackknifed training features, see
 :class:`~nlp.data.peoples_daily.PeoplesDailyTagging`) is used as it is.
 """
 import numpy

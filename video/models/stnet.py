@@ -87,8 +87,8 @@ class StNet(nn.Layer):
         pretrained: weights of a 2D ResNet (or of a video model's ``backbone.``) for the backbone, conv1
             inflated to the super-image (see :func:`video.models.tsn.load_backbone`), as StNet started
             from ImageNet.
-        frozen_stages, norm_eval, frozen_bn_stats: as :class:`vision.models.ResNet` (for the backbone; the temporal blocks
-            and the head always train).
+        frozen_stages, norm_eval, frozen_bn_stats: as :class:`vision.models.ResNet` (for the backbone; the
+            temporal blocks and the head always train).
 
     Shape: (B, T * seglen, 3, H, W) -> (B, num_classes).
     """
