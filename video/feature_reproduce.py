@@ -8,7 +8,6 @@ shape accuracy (argmax over the 6 shapes), GAP, Hit@1, PERR, mAP and the trainin
 ``oar reproduce video`` puts them into the table of ``docs/RESULTS.md``.
 """
 import os
-import time
 
 from framework.config import load_config
 from framework.engine import runner
@@ -29,22 +28,15 @@ def run_one(name, output_root, overrides=(), device=None, quiet=True, from_runs=
     """Train ``configs/video/<name>_synth.yaml`` into ``output_root/<name>_synth`` (or take
     ``from_runs/<name>/best.npz``) and evaluate it on the test split; returns the row dict (model, metrics
     rounded to 4 places, train_minutes, checkpoint)."""
-    from .reproduce import _train_minutes
+    from .reproduce import _trained
     cfg = load_config(os.path.join(_ROOT, "configs", "video", f"{name}_synth.yaml"), list(overrides))
-    if from_runs:
-        output_dir = os.path.join(from_runs, name)
-        minutes = _train_minutes(output_dir)
-    else:
-        output_dir = os.path.join(output_root, f"{name}_synth")
+    if not from_runs:
         runner.build_dataset(cfg, "train")          # extracts the features once, outside the timed training
-        start = time.time()
-        runner.train(cfg, output_dir=output_dir, device=device, progress=not quiet)
-        minutes = (time.time() - start) / 60
-    best = os.path.join(output_dir, "best.npz")
+    best, minutes = _trained(cfg, name, output_root, device, quiet, from_runs)
     metrics = runner.evaluate_config(cfg, best, split="test", device=device)
     row = {"model": f"{name}_synth", "labels": "multilabel (12 motions + 6 shapes)", "split": "test"}
     row.update({label: round(float(metrics[key]), 4) for key, label in METRIC_NAMES.items() if key in metrics})
-    row.update({"train_minutes": round(minutes, 1), "checkpoint": best})
+    row.update({"train_minutes": minutes, "checkpoint": best})
     return row
 
 

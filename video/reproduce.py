@@ -269,6 +269,7 @@ def main(argv=None):
     runs (feature_backbone, tsm, tsn, stnet, nonlocal, attention_cluster, attention_lstm, nextvlad), export
     their weights, and rewrite the video cards and the ``video`` block of docs/RESULTS.md."""
     import argparse
+    import datetime
     import types
     import zoo.commands
     from zoo.catalog import card, write_card
@@ -279,9 +280,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     options = types.SimpleNamespace(from_runs=args.from_runs)
     result = run(options, from_runs=args.from_runs)
+    today = datetime.date.today().isoformat()
     for name, measured in card_updates(result).items():
         entry = card(name)
-        write_card({**entry, "metrics": measured["metrics"], "weights": {**entry["weights"], **measured["weights"]}})
+        write_card({**entry, "metrics": measured["metrics"], "weights": {**entry["weights"], **measured["weights"]},
+                    "date": today})
     update_results("video", result["results_text"])
     print(result["results_text"])
 

@@ -11,7 +11,7 @@ from framework.config import load_config
 from framework.engine import runner
 from framework.fetch import FetchError, sha256_of
 
-from .catalog import ROOT, CatalogError, card, cards
+from .catalog import ROOT, CatalogError, card
 
 __all__ = ["load", "Task", "DEFAULT_MODELS", "WeightsError"]
 
