@@ -32,7 +32,7 @@ from .tasks.common import pair_collapsed_accuracy, per_pair_accuracy
 
 __all__ = ["FRAME_MODELS", "BACKBONE_WEIGHTS", "MULTI_VIEW_CLIPS", "OTHER_RENDERING", "multi_view", "other_rendering",
            "test_scores", "motion_metrics", "train_backbone", "run_frame_model", "confusion_matrix",
-           "save_confusion_png", "results_table", "run", "reproduce_video"]
+           "save_confusion_png", "results_table", "bound_text", "run", "reproduce_video"]
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FRAME_MODELS = ("tsm", "tsn", "stnet", "nonlocal")
@@ -226,11 +226,12 @@ def run(options=None, from_runs=None):
                        destination(options, "docs/video_confusion_tsn_tsm.png"))
     feature_overrides = overrides + tuple(f"data.{split}.backbone_weights={backbone}" for split in
                                           ("train", "eval", "test")) + (f"task.backbone_weights={backbone}",)
-    for row in feature_reproduce.run(options, feature_overrides, from_runs)["rows"]:
+    features = feature_reproduce.run(options, feature_overrides, from_runs)
+    for row in features["rows"]:
         row["weights"] = destination(options, f"zoo/weights/{row['model']}.npz")
         row["sha256"] = export_weights(row["checkpoint"], row["weights"])
         rows.append(row)
-    text = results_table(rows) + "\n\n" + backbone_table(backbone_row)
+    text = "\n\n".join([results_table(rows), backbone_table(backbone_row), bound_text(features["orderless_bound"])])
     return {"rows": rows, "backbone": backbone_row, "results_text": text}
 
 
@@ -240,6 +241,15 @@ def backbone_table(row):
             f"{row.get('shape_acc', 0):.3f}, visibility {row.get('visible_acc', 0):.3f}, centre error "
             f"{row.get('xy_mae', 0):.3f} of the frame, angle error {row.get('angle_mae_deg', 0):.1f} degrees, "
             f"{row['train_minutes']:.1f} min.")
+
+
+def bound_text(bound):
+    """One Markdown line on :func:`video.feature_reproduce.orderless_bound`."""
+    counts = bound["ambiguous_counts"]
+    return (f"Order-blind bound (pair-collapsed, test split, from the frames a feature model sees): "
+            f"{bound['learned']:.3f} with the rule learned on the training videos, {bound['best']:.3f} with the "
+            f"best rule for the test split; blink and appear/disappear share the visible-frame counts "
+            f"{', '.join(map(str, counts)) or 'none'}.")
 
 
 def card_updates(result):

@@ -3,7 +3,10 @@
 One N-d implementation: the input is unfolded into columns by
 ``framework.kernels.im2col`` (layout (C * prod(kernel), N * prod(out))), so the
 forward pass and the weight gradient are single GEMMs (batched over groups when
-groups > 1) and the input gradient is ``col2im(weight.T @ grad)``. Under
+groups > 1) and the input gradient is ``col2im(weight.T @ grad)``. On NumPy a
+1x1 convolution over large images (:data:`POINTWISE_MIN_POSITIONS`) skips the
+columns: one GEMM per image in the input's own (N, C, positions) layout, which
+saves the transposes into and out of the column layout. Under
 ``framework.amp.autocast`` float32 inputs are cast down before im2col, the
 GEMMs run in the autocast dtype and outputs and gradients are float32.
 """
@@ -18,6 +21,12 @@ from ..tensor import Function, OpError
 __all__ = ["conv1d", "conv2d", "conv3d"]
 
 
+# A 1x1, stride-1, unpadded, ungrouped convolution whose output has at least this many positions per image
+# runs on NumPy as one GEMM per image in the (N, C, positions) layout: no columns, no transposes. Below it
+# the per-image GEMMs are too narrow and the single im2col GEMM is faster.
+POINTWISE_MIN_POSITIONS = 512
+
+
 class ConvNd(Function):
     """y[n, o] = sum_{c, k} w[o, c, k] * x_padded[n, g(o) * C_g + c, o * stride + k * dilation] + b[o]."""
 
@@ -27,6 +36,11 @@ class ConvNd(Function):
         n, groups, out_channels = x.shape[0], self.groups, w.shape[0]
         width = n * math.prod(self.out)
         keep = len(self.needs_input_grad) > 1 and self.needs_input_grad[1]  # only the weight gradient needs cols
+        self.pointwise = (self.xp is numpy and groups == 1 and math.prod(self.kernel) == 1
+                          and max(self.stride) == 1 and not any(lo or hi for lo, hi in self.padding)
+                          and math.prod(self.out) >= POINTWISE_MIN_POSITIONS)
+        if self.pointwise:
+            return self._forward_pointwise(x, w, b, keep)
         into = None if keep else scratch(self.xp, "conv_cols", (x.shape[1] * math.prod(self.kernel), width),
                                                  x.dtype)
         cols = im2col(x, self.kernel, self.stride, self.padding, self.dilation, self.out, into=into)
@@ -39,7 +53,30 @@ class ConvNd(Function):
         self.saved = (cols if keep else None), w, x.shape
         return y.reshape(n, out_channels, *self.out)
 
+    def _forward_pointwise(self, x, w, b, keep):
+        """The 1x1 case: y[n] = w (O, C) @ x[n] (C, P) for each image n."""
+        x_images = x.reshape(x.shape[0], x.shape[1], -1)                       # (N, C, P)
+        y = numpy.matmul(w.reshape(w.shape[0], -1), x_images).astype(self.io_dtype, copy=False)
+        if b is not None:
+            y += b.reshape(-1, 1)
+        self.saved = (x_images if keep else None), w, x.shape
+        return y.reshape(x.shape[0], w.shape[0], *self.out)
+
+    def _backward_pointwise(self, gy):
+        cols, w, x_shape = self.saved  # cols: the input as (N, C, P)
+        gy_images = gy.reshape(gy.shape[0], gy.shape[1], -1).astype(w.dtype, copy=False)  # (N, O, P)
+        w_rows = w.reshape(w.shape[0], -1)
+        gx = numpy.matmul(w_rows.T, gy_images).reshape(x_shape) if self.needs_input_grad[0] else None
+        gw = (numpy.matmul(gy_images, cols.swapaxes(1, 2)).sum(axis=0).reshape(w.shape)
+              if self.needs_input_grad[1] else None)
+        gx, gw = amp.cast(self.io_dtype, gx, gw)
+        if len(self.needs_input_grad) == 2:
+            return gx, gw
+        return gx, gw, gy_images.sum(axis=(0, 2), dtype=self.io_dtype)
+
     def backward(self, gy):
+        if self.pointwise:
+            return self._backward_pointwise(gy)
         cols, w, x_shape = self.saved
         xp, groups, out_channels = self.xp, self.groups, w.shape[0]
         gy_rows = scratch(xp, "conv_grad_rows", (out_channels, gy.shape[0], math.prod(self.out)), w.dtype)

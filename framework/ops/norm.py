@@ -32,7 +32,7 @@ class BatchNorm(Function):
         x3 = x.reshape(x.shape[0], x.shape[1], -1)  # (N, C, L)
         if self.fixed is None:
             count = x3.shape[0] * x3.shape[2]
-            mean = x3.mean(axis=(0, 2))
+            mean = _channel_total(xp, x3) / count
             centred = x3 - mean[:, None]
             var = _channel_sum(xp, "bn_square", centred, centred) / count
             if self.running is not None:
@@ -68,11 +68,11 @@ class BatchNorm(Function):
         g3 = gy.reshape(source.shape)
         gb = gw = gx = None
         if need_b or (training and need_x):
-            gb = g3.sum(axis=(0, 2))
+            gb = _channel_total(xp, g3)
         if need_w or (training and need_x):
             g_source = _channel_sum(xp, "bn_product", g3, source)  # sum of gy * source per channel
             if not training:
-                g_sum = gb if gb is not None else g3.sum(axis=(0, 2))
+                g_sum = gb if gb is not None else _channel_total(xp, g3)
                 g_source = g_source - fixed_mean * g_sum  # sum of gy * (x - mean)
             gw = g_source * inv_std  # sum of gy * xhat
         if need_x:
@@ -91,8 +91,30 @@ def _scaled(xp, a, factor):
     return xp.multiply(a, factor, out=scratch(xp, "bn_scaled", a.shape, a.dtype))
 
 
+def _blas_ready(xp, a):
+    """Whether ``a`` is a NumPy float32/float64 array (the dtypes NumPy hands to BLAS)."""
+    return xp is numpy and a.dtype in (numpy.float32, numpy.float64)
+
+
+def _channel_total(xp, a):
+    """sum over axes 0 and 2 of ``a`` (N, C, L) -> (C,).
+
+    On NumPy float32/float64 as a matrix-vector product with ones (BLAS), several times faster than a
+    reduction over two axes that are not adjacent, and as accurate in float32.
+    """
+    if not _blas_ready(xp, a):
+        return a.sum(axis=(0, 2))
+    return numpy.matmul(a, numpy.ones(a.shape[2], dtype=a.dtype)).sum(axis=0)
+
+
 def _channel_sum(xp, name, a, b):
-    """sum over axes 0 and 2 of ``a * b``, both (N, C, L) -> (C,); the product goes to a scratch buffer."""
+    """sum over axes 0 and 2 of ``a * b``, both (N, C, L) -> (C,).
+
+    On NumPy float32/float64 one ``einsum`` pass with no temporary; otherwise the product goes to a scratch
+    buffer.
+    """
+    if _blas_ready(xp, a):
+        return numpy.einsum("ncl,ncl->c", a, b)
     return xp.multiply(a, b, out=scratch(xp, name, a.shape, a.dtype)).sum(axis=(0, 2))
 
 

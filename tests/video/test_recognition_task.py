@@ -91,7 +91,7 @@ def test_frame_model_configs_build(path):
 
 
 def test_reproduce_helpers():
-    from video.reproduce import confusion_matrix, multi_view, results_table
+    from video.reproduce import bound_text, confusion_matrix, multi_view, results_table
     probs = numpy.array([[0.9, 0.1], [0.2, 0.8], [0.7, 0.3]])
     numpy.testing.assert_array_equal(confusion_matrix(probs, numpy.array([0, 1, 1]), 2), [[1, 0], [1, 1]])
     cfg = load_config(os.path.join(ROOT, "configs", "video", "tsm_synth.yaml"))
@@ -101,3 +101,5 @@ def test_reproduce_helpers():
     assert cfg["data"]["test"]["sampler"].get("num_views", 1) == 1  # the config itself is unchanged
     table = results_table([{"model": "tsn_synth", "motion_top1": 0.5, "per_pair": {"0/1": 0.5}}])
     assert "| tsn_synth | 0.500 |" in table and "move_left/move_right 0.50" in table
+    line = bound_text({"learned": 0.9083, "best": 0.95, "ambiguous_counts": [4, 5, 6]})
+    assert "0.908 with the rule learned" in line and "0.950 with the best rule" in line and "counts 4, 5, 6." in line

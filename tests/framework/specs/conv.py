@@ -73,6 +73,25 @@ def _col2im_is_the_adjoint_of_im2col(outs, arrays):
                     col2im(numpy.matmul(w_t, g).reshape(24, 24), x.shape, **geometry), rtol=1e-10, atol=1e-12)
 
 
+def _pointwise_matches_the_column_path(outs, arrays):
+    """The per-image GEMM path of 1x1 convolutions gives the im2col path's output and gradients."""
+    from framework.ops import conv
+    assert 24 * 22 >= conv.POINTWISE_MIN_POSITIONS
+
+    def run():
+        x, w, b = (Tensor(a.astype(numpy.float64), requires_grad=True) for a in arrays)
+        y = F.conv2d(x, w, b)
+        (y * y).sum().backward()
+        return [y.numpy(), x.grad.numpy(), w.grad.numpy(), b.grad.numpy()]
+
+    fast = run()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(conv, "POINTWISE_MIN_POSITIONS", 10 ** 9)
+        columns = run()
+    for a, b in zip(fast, columns):
+        assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
 def _rejects_bad_input(outs, arrays):
     """Wrong ndim, channels, dtype, bias, padding or a too small input: one OpError naming the op."""
     x, w = Tensor(numpy.zeros((2, 4, 5, 5), numpy.float32)), Tensor(numpy.zeros((6, 2, 3, 3), numpy.float32))
@@ -97,6 +116,10 @@ SPECS = [
     _spec(2, (1, 4, 5, 5), (4, 1, 3, 3), bias=False, stride=2, padding=1, groups=4),  # depthwise
     _spec(2, (2, 3, 7, 6), (2, 3, 2, 3), bias=False, stride=2, padding="same", ref_pads=((0, 1), (0, 1))),
     _spec(2, (2, 3, 5, 4), (4, 3, 1, 1), padding="valid", ref_pads=0),
+    # 1x1 with >= POINTWISE_MIN_POSITIONS outputs per image: the per-image GEMM path
+    _spec(2, (2, 3, 24, 22), (4, 3, 1, 1), check=_pointwise_matches_the_column_path),
+    _spec(1, (2, 3, 520), (2, 3, 1), bias=False),
+    _spec(3, (1, 2, 8, 8, 8), (3, 2, 1, 1, 1)),
     _spec(3, (2, 2, 4, 5, 4), (3, 2, 2, 3, 2), padding=1),
     _spec(3, (1, 4, 5, 4, 6), (4, 2, 3, 2, 2), stride=(1, 2, 2), padding=(1, 0, 1), dilation=(2, 1, 2),
           groups=2),
