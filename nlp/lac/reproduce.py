@@ -20,6 +20,7 @@ Both score on the People's Daily 1998-01 test split with
   text (one corpus line per input) and scores its words and tags against the
   gold ones, renaming its entity tags with :data:`OFFICIAL_TAG_MAP`.
 """
+import json
 import os
 import time
 
@@ -87,7 +88,8 @@ def reproduce_lac_pku(entry, options):
     if cfg["task"].get("lexicon_file"):
         lexicon = _save_lexicon(entry, options, train)
         shipped.update(lexicon["files"])
-        overrides.append(f"task.lexicon_file=[{', '.join(lexicon['files'].values())}]")
+        # a JSON list is a YAML flow sequence whose quoted paths may hold commas, colons or brackets
+        overrides.append(f"task.lexicon_file={json.dumps(list(lexicon['files'].values()))}")
     outcome = train_and_measure(entry, options, extra_overrides=overrides)
     wall, cpu = time.time() - start_wall, time.process_time() - start_cpu
     for key, path in shipped.items():

@@ -75,6 +75,12 @@ def test_parse_overrides_nests_keys():
     assert parse_overrides(["a.b.c=1", "a.d=x"]) == {"a": {"b": {"c": 1}, "d": "x"}}
 
 
+def test_a_json_list_override_keeps_paths_with_commas_and_colons():
+    import json
+    paths = ["/data/a, b/lexicon.txt", "C:\\words: all [v2].txt"]
+    assert parse_overrides([f"task.lexicon_file={json.dumps(paths)}"]) == {"task": {"lexicon_file": paths}}
+
+
 @pytest.mark.parametrize("bad, words", [("train.epochs", "section.key=value"), ("=3", "section.key=value"),
                                         ("a..b=1", "section.key=value"), ("a=[1, 2", "bad YAML")])
 def test_bad_override_is_one_clear_error(bad, words):
