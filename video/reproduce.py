@@ -14,7 +14,8 @@ The order follows the 2019 recipe (image network first, video models from it):
 
 Every model's weights go to ``zoo/weights/<name>_synth.npz`` in float16. Reported: motion top-1 (12
 classes), pair-collapsed accuracy (right time-reversal pair), accuracy inside each pair, shape accuracy,
-GAP/Hit@1/PERR for the multi-label models, training time; and the confusion matrices of TSN beside TSM
+GAP/Hit@1/PERR for the multi-label models, training time, the order-blind bound of the pair-collapsed
+accuracy (:func:`video.feature_reproduce.orderless_bound`); and the confusion matrices of TSN beside TSM
 (:func:`save_confusion_png`). ``from_runs`` evaluates ``<from_runs>/<name>/best.npz`` of earlier
 ``oar train`` runs instead of training.
 """
