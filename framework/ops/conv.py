@@ -63,20 +63,24 @@ class ConvNd(Function):
         return y.reshape(x.shape[0], w.shape[0], *self.out)
 
     def _backward_pointwise(self, gy):
+        """(gx, gw) of the 1x1 case, in the compute dtype."""
         cols, w, x_shape = self.saved  # cols: the input as (N, C, P)
         gy_images = gy.reshape(gy.shape[0], gy.shape[1], -1).astype(w.dtype, copy=False)  # (N, O, P)
         w_rows = w.reshape(w.shape[0], -1)
         gx = numpy.matmul(w_rows.T, gy_images).reshape(x_shape) if self.needs_input_grad[0] else None
         gw = (numpy.matmul(gy_images, cols.swapaxes(1, 2)).sum(axis=0).reshape(w.shape)
               if self.needs_input_grad[1] else None)
+        return gx, gw
+
+    def backward(self, gy):
+        gx, gw = self._backward_pointwise(gy) if self.pointwise else self._backward_columns(gy)
         gx, gw = amp.cast(self.io_dtype, gx, gw)
         if len(self.needs_input_grad) == 2:
             return gx, gw
-        return gx, gw, gy_images.sum(axis=(0, 2), dtype=self.io_dtype)
+        return gx, gw, gy.reshape(gy.shape[0], gy.shape[1], -1).sum(axis=(0, 2), dtype=self.io_dtype)
 
-    def backward(self, gy):
-        if self.pointwise:
-            return self._backward_pointwise(gy)
+    def _backward_columns(self, gy):
+        """(gx, gw) through the column layout, in the compute dtype."""
         cols, w, x_shape = self.saved
         xp, groups, out_channels = self.xp, self.groups, w.shape[0]
         gy_rows = scratch(xp, "conv_grad_rows", (out_channels, gy.shape[0], math.prod(self.out)), w.dtype)
@@ -90,10 +94,7 @@ class ConvNd(Function):
         if self.needs_input_grad[1]:
             cols_t = cols.reshape(groups, -1, cols.shape[1]).swapaxes(1, 2)
             gw = group_matmul(gy_rows, cols_t).reshape(w.shape)
-        gx, gw = amp.cast(self.io_dtype, gx, gw)
-        if len(self.needs_input_grad) == 2:
-            return gx, gw
-        return gx, gw, gy_rows.sum(axis=2, dtype=self.io_dtype).reshape(out_channels)
+        return gx, gw
 
 
 def per_dim(value, ndim, what, op):
