@@ -5,6 +5,7 @@ CuPy on the GPU. CuPy is imported lazily, so ``import framework`` works on
 machines without it.
 """
 import numpy
+from .errors import UserError
 
 __all__ = ["set_device", "get_device", "is_gpu_available", "get_array_module",
            "array_module", "device_of", "to_device", "DeviceError"]
@@ -14,7 +15,7 @@ _cupy = None
 _cupy_checked = False
 
 
-class DeviceError(RuntimeError):
+class DeviceError(UserError, RuntimeError):
     """Raised when a device is unknown, unavailable, or tensors live on different devices."""
 
 

@@ -27,6 +27,7 @@ import os
 import re
 
 import yaml
+from .errors import UserError
 
 __all__ = ["ConfigError", "SOURCE_KEY", "load_config", "merge", "parse_overrides", "apply_overrides",
            "resolve_references", "dump_config", "check_keys", "check_type", "signature_keys", "location"]
@@ -38,7 +39,7 @@ _TYPE_WORDS = {bool: "true or false", int: "an integer", float: "a number", str:
                list: "a list", dict: "a mapping", type(None): "null"}
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A config cannot be loaded or does not fit what reads it; the message says what and where."""
 
 

@@ -18,13 +18,14 @@ import urllib.parse
 import urllib.request
 import zipfile
 from dataclasses import dataclass
+from .errors import UserError
 
 __all__ = ["Distribution", "FetchError", "oar_home", "fetch", "fetch_archive", "sha256_of"]
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 
 
-class FetchError(RuntimeError):
+class FetchError(UserError, RuntimeError):
     """A distribution could not be fetched or failed its checksum; the message says how to place it by hand."""
 
 

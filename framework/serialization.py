@@ -30,6 +30,7 @@ import numpy
 
 from .tensor import Tensor
 from . import backend
+from .errors import UserError
 
 __all__ = ["save", "load", "SerializationError"]
 
@@ -42,7 +43,7 @@ _SAFETENSORS_DTYPES = {"BOOL": numpy.bool_, "U8": numpy.uint8, "I8": numpy.int8,
 _SAFETENSORS_CODES = {numpy.dtype(v): k for k, v in _SAFETENSORS_DTYPES.items()}
 
 
-class SerializationError(ValueError):
+class SerializationError(UserError, ValueError):
     """A file cannot be read as a checkpoint, or an object cannot be saved; the message names the path or key."""
 
 

@@ -18,6 +18,7 @@ import difflib
 import os
 
 import yaml
+from framework.errors import UserError
 
 __all__ = ["CatalogError", "ROOT", "CATALOG_PATH", "cards", "card", "write_card"]
 
@@ -25,7 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CATALOG_PATH = os.path.join(ROOT, "zoo", "catalog.yaml")
 
 
-class CatalogError(KeyError):
+class CatalogError(UserError, KeyError):
     """An unknown model name (the message lists close names) or a malformed card."""
 
     def __str__(self):

@@ -23,13 +23,14 @@ MPI communicator that bootstrapped it. Blocking MPI calls run under the
 import numpy
 
 from .. import backend
+from ..errors import UserError
 
 __all__ = ["REDUCE_OPS", "SingleProcess", "MPICommunicator", "NCCLCommunicator", "DistributedError"]
 
 REDUCE_OPS = ("sum", "max", "min", "prod", "avg")
 
 
-class DistributedError(RuntimeError):
+class DistributedError(UserError, RuntimeError):
     """A collective cannot run (bad argument, missing MPI/NCCL); the message says what is wrong."""
 
 

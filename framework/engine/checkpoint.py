@@ -12,11 +12,12 @@ import numpy
 
 from ..fetch import sha256_of
 from ..serialization import save, load
+from ..errors import UserError
 
 __all__ = ["CheckpointError", "save_checkpoint", "load_checkpoint", "restore_model", "export_weights"]
 
 
-class CheckpointError(RuntimeError):
+class CheckpointError(UserError, RuntimeError):
     """A checkpoint is missing, unreadable or belongs to another model."""
 
 

@@ -23,6 +23,7 @@ from .. import random as fw_random
 from ..tensor import no_grad
 from .checkpoint import save_checkpoint, load_checkpoint, restore_model, CheckpointError
 from .task import to_tensors, batch_size_of
+from ..errors import UserError
 
 __all__ = ["Trainer", "TrainingError", "evaluate", "AMP_OPTIONS", "AMP_NONFINITE_LOSS_LIMIT", "amp_settings"]
 
@@ -31,7 +32,7 @@ AMP_OPTIONS = {"dtype": str, "init_scale": float, "growth_factor": float, "backo
 AMP_NONFINITE_LOSS_LIMIT = 10  # under amp, this many non-finite losses in a row stop training
 
 
-class TrainingError(RuntimeError):
+class TrainingError(UserError, RuntimeError):
     """Training cannot go on (e.g. the loss became NaN or infinite)."""
 
 

@@ -7,11 +7,12 @@ also pads variable-length sequences: for each padded key ``k`` the batch holds
 import numbers
 
 import numpy
+from ..errors import UserError
 
 __all__ = ["default_collate", "SequenceCollator", "pad_sequences", "CollateError"]
 
 
-class CollateError(ValueError):
+class CollateError(UserError, ValueError):
     """Samples that cannot be put into one batch; the message names the key and shapes."""
 
 

@@ -31,6 +31,7 @@ import traceback
 import numpy
 
 from ..random import get_rng
+from ..errors import UserError
 
 __all__ = ["DataLoaderError", "sample_rng", "load_batch", "WorkerPool"]
 
@@ -42,7 +43,7 @@ _context = threading.local()
 _file_numbers = itertools.count()
 
 
-class DataLoaderError(RuntimeError):
+class DataLoaderError(UserError, RuntimeError):
     """Loading a batch failed: a sample or collate_fn raised, a worker died, or a timeout passed.
 
     Attributes: ``index`` (the sample index or stream position, or None),

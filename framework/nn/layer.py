@@ -15,11 +15,12 @@ import numpy
 from .. import backend
 from ..tensor import Tensor
 from . import initializer as init
+from ..errors import UserError
 
 __all__ = ["Parameter", "ParamAttr", "Layer", "Sequential", "LayerList", "LayerDict", "StateDictError"]
 
 
-class StateDictError(ValueError):
+class StateDictError(UserError, ValueError):
     """A state dict does not fit a layer; the message lists every key at fault."""
 
 

@@ -10,6 +10,7 @@
   punctuation, so that training never sees a sequence longer than configured.
 """
 import numpy
+from framework.errors import UserError
 
 __all__ = ["TextFormatError", "read_utf8_lines", "check_unique_lines", "full_to_half", "SENTENCE_ENDS", "CLOSING_MARKS",
            "split_points", "split_long"]
@@ -21,7 +22,7 @@ _FULL_TO_HALF = {0xFF01 + i: 0x21 + i for i in range(0x5E)}
 _FULL_TO_HALF[0x3000] = 0x20
 
 
-class TextFormatError(ValueError):
+class TextFormatError(UserError, ValueError):
     """A text file (corpus, vocabulary, tag set) is malformed; the message names the file and line."""
 
 

@@ -30,6 +30,7 @@ import threading
 import numpy
 
 from vision.data.folder import ImageDataError, read_image
+from framework.errors import UserError
 
 __all__ = ["VideoReader", "VideoDecodeError", "require_av", "FRAME_EXTENSIONS"]
 
@@ -39,7 +40,7 @@ _index_cache = collections.OrderedDict()
 _cache_lock = threading.Lock()
 
 
-class VideoDecodeError(ValueError):
+class VideoDecodeError(UserError, ValueError):
     """A video cannot be opened or decoded (empty, truncated, corrupt); the message names the file."""
 
 

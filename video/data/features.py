@@ -23,12 +23,13 @@ from vision.data.transforms import Compose
 
 from .decode import VideoDecodeError, VideoReader
 from .sampling import uniform_indices
+from framework.errors import UserError
 
 __all__ = ["FeatureFileError", "dequantize", "load_features", "save_features", "FeatureExtractor",
            "extract_features", "feature_transforms"]
 
 
-class FeatureFileError(ValueError):
+class FeatureFileError(UserError, ValueError):
     """A feature file cannot be read or is not a (frames, dim) array; the message names the file."""
 
 

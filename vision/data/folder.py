@@ -13,13 +13,14 @@ from framework.io import Dataset
 from framework.registry import DATASETS
 
 from .transforms import Compose, require_cv2
+from framework.errors import UserError
 
 __all__ = ["IMAGE_EXTENSIONS", "decode_image", "read_image", "scan_image_folder", "ImageFolder", "ImageDataError"]
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".webp")
 
 
-class ImageDataError(ValueError):
+class ImageDataError(UserError, ValueError):
     """An image cannot be decoded, or a folder holds no usable images; the message names the path."""
 
 

@@ -12,13 +12,14 @@ import os
 import framework
 
 from .common import TORCH_BN_COUNTER
+from framework.errors import UserError
 
 __all__ = ["WeightsError", "read_weights", "load_pretrained"]
 
 _SHOWN = 8  # problems listed per kind in an error message
 
 
-class WeightsError(ValueError):
+class WeightsError(UserError, ValueError):
     """A weights file cannot be read or does not fit the model; the message names the file and keys."""
 
 
