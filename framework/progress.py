@@ -1,0 +1,30 @@
+"""Progress bars for every long step (training, evaluation, batch inference, fetching, generation).
+
+One place that configures tqdm the same way everywhere: it writes to stderr, so
+stdout keeps only results, and it hides itself when stderr is not a terminal
+(``disable=None``), so logs and pipes stay clean. ``OAR_PROGRESS=1`` forces it
+on, ``OAR_PROGRESS=0`` off.
+"""
+import os
+import sys
+
+from tqdm import tqdm
+
+__all__ = ["progress_bar"]
+
+
+def _disabled():
+    forced = os.environ.get("OAR_PROGRESS")
+    if forced is None:
+        return None          # tqdm's own rule: hidden when the stream is not a terminal
+    return forced.strip().lower() in ("0", "false", "no", "off", "")
+
+
+def progress_bar(iterable=None, total=None, desc=None, unit="it", enabled=True, **options):
+    """A tqdm bar on stderr over ``iterable`` (or a manual one with ``total``; call ``update(n)``).
+
+    ``enabled=False`` gives a bar that shows nothing (same interface), e.g. on MPI ranks other than 0.
+    ``unit_scale`` and the rest of tqdm's options pass through.
+    """
+    return tqdm(iterable, total=total, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True,
+                disable=_disabled() if enabled else True, leave=False, **options)
