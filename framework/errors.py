@@ -17,7 +17,23 @@ class UserError(Exception):
 
 
 class InputError(UserError, ValueError):
-    """An input to predict on that cannot be used: wrong kind, unreadable file, bad encoding, wrong shape."""
+    """An input to predict on that cannot be used: wrong kind, unreadable file, bad encoding, wrong shape.
+
+    ``index`` is the input's position in the list given to ``predict`` (0-based), when the error is about
+    one input; ``str`` then reads ``input 3: …``, and ``located(where)`` restates it for a caller that knows
+    better where that input came from (``oar run`` says ``reviews.txt, line 7: …``).
+    """
+
+    def __init__(self, message, index=None):
+        super().__init__(message)
+        self.message, self.index = message, index
+
+    def __str__(self):
+        return self.message if self.index is None else f"input {self.index}: {self.message}"
+
+    def located(self, where):
+        """The same error, about the input at ``where`` (a description such as ``'stdin, line 4'``)."""
+        return InputError(f"{where}: {self.message}")
 
 
 def describe_os_error(err):

@@ -1,10 +1,10 @@
-"""``python tools/eval.py -c CONFIG …`` ≡ ``oar eval -c CONFIG …``."""
+"""``python tools/eval.py …`` ≡ ``oar eval …`` (same options, output and exit status)."""
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from zoo.commands import eval_main  # noqa: E402
+from zoo.cli import main  # noqa: E402
 
 if __name__ == "__main__":
-    eval_main()
+    sys.exit(main(["eval", *sys.argv[1:]], prog="tools/eval.py"))

@@ -1,10 +1,10 @@
-"""``python tools/infer.py -c CONFIG …`` ≡ ``oar infer -c CONFIG …``."""
+"""``python tools/infer.py …`` ≡ ``oar infer …`` (same options, output and exit status)."""
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from zoo.commands import infer_main  # noqa: E402
+from zoo.cli import main  # noqa: E402
 
 if __name__ == "__main__":
-    infer_main()
+    sys.exit(main(["infer", *sys.argv[1:]], prog="tools/infer.py"))

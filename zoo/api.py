@@ -13,23 +13,57 @@ from framework.fetch import FetchError, sha256_of
 
 from .catalog import ROOT, CatalogError, card
 
-__all__ = ["load", "Task", "DEFAULT_MODELS", "WeightsError"]
+__all__ = ["load", "Task", "TASKS", "DEFAULT_MODELS", "WeightsError", "register_everything", "task_name"]
 
-DEFAULT_MODELS = {
-    "lexical_analysis": "lac",
-    "sentiment": "senta_bilstm",
-    "matching": "simnet_cnn_pointwise",
-    "video": "tsm_synth",
+# The zoo's one task table: task -> its default model, the metrics `oar list` shows, the names it also answers to,
+# and whether its inputs are file paths (video, images) rather than text.
+TASKS = {
+    "lexical_analysis": {"default": "lac", "headline": ("seg_f1", "pos_f1", "entity_f1"),
+                         "aliases": ("lac", "lexical"), "inputs": "text"},
+    "sentiment": {"default": "senta_bilstm", "headline": ("acc", "macro_f1"), "aliases": ("senta",), "inputs": "text"},
+    "matching": {"default": "simnet_cnn_pointwise", "headline": ("acc", "auc"), "aliases": ("simnet",),
+                 "inputs": "text"},
+    "video": {"default": "tsm_synth", "headline": ("motion_top1", "top1", "gap"), "aliases": (), "inputs": "paths"},
+    "image_classification": {"default": None, "headline": ("top1", "acc"), "aliases": ("image",), "inputs": "paths"},
 }
+DEFAULT_MODELS = {name: row["default"] for name, row in TASKS.items() if row["default"]}
 
 
 class WeightsError(FetchError):
     """Shipped weights are missing or do not match their card's sha256."""
 
 
-def _register_everything():
-    from .commands import _register_everything as register
-    register()
+def register_everything():
+    """Import the packages that register models, datasets, metrics and tasks (the zoo sits above them all)."""
+    from . import toy  # noqa: F401
+    import nlp.data.matching  # noqa: F401
+    import nlp.data.peoples_daily  # noqa: F401
+    import nlp.data.reviews  # noqa: F401
+    import nlp.metrics  # noqa: F401
+    import nlp.models.lac  # noqa: F401
+    import nlp.models.senta  # noqa: F401
+    import nlp.models.simnet  # noqa: F401
+    import nlp.tasks.lexical_analysis  # noqa: F401
+    import nlp.tasks.matching  # noqa: F401
+    import nlp.tasks.sentiment  # noqa: F401
+    import video.data  # noqa: F401
+    import video.metrics  # noqa: F401
+    import vision.data  # noqa: F401
+    import vision.metrics  # noqa: F401
+    import vision.models  # noqa: F401
+    import vision.tasks  # noqa: F401
+    import video.models  # noqa: F401
+    import video.tasks  # noqa: F401
+    import video.feature_backbone  # noqa: F401
+
+
+def task_name(name):
+    """The task table's name for ``name`` (a task name or one of its aliases); an unknown one lists the known."""
+    for task, row in TASKS.items():
+        if name == task or name in row["aliases"]:
+            return task
+    known = ", ".join(f"{t} ({', '.join(r['aliases'])})" if r["aliases"] else t for t, r in TASKS.items())
+    raise CatalogError(f"unknown task {name!r} (known: {known})")
 
 
 def _call_loader(spec):
@@ -88,7 +122,7 @@ def _card_overrides(entry):
 
 def load(name, device="cpu"):
     """A ready Task for the zoo model ``name`` (weights checked against the card's sha256)."""
-    _register_everything()
+    register_everything()
     entry = card(name)
     if "loader" in entry:
         task = _call_loader(entry["loader"])
@@ -105,13 +139,14 @@ def load(name, device="cpu"):
     return task
 
 
-def Task(task_name, model=None, device="cpu"):
-    """A Task for ``task_name`` with ``model`` (default: the task's default zoo model)."""
+def Task(name, model=None, device="cpu"):
+    """A Task for ``task_name`` (or an alias such as ``senta``) with ``model`` (default: the task's default)."""
+    task_id = task_name(name)
     if model is None:
-        if task_name not in DEFAULT_MODELS:
-            raise CatalogError(f"unknown task {task_name!r} (known: {', '.join(DEFAULT_MODELS)})")
-        model = DEFAULT_MODELS[task_name]
+        model = TASKS[task_id]["default"]
+        if model is None:
+            raise CatalogError(f"task {task_id!r} has no zoo model yet; train one with `oar train`")
     task = load(model, device=device)
-    if task.card["task"] != task_name:
-        raise CatalogError(f"model {model!r} serves task {task.card['task']!r}, not {task_name!r}")
+    if task.card["task"] != task_id:
+        raise CatalogError(f"model {model!r} serves task {task.card['task']!r}, not {task_id!r}")
     return task

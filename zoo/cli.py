@@ -1,46 +1,140 @@
-"""The ``oar`` command: ``oar list|show|run|reproduce|train|eval|infer|bench …``."""
+"""The ``oar`` command: parses ``oar COMMAND …``, runs it and turns the outcome into an exit status.
+
+Exit status 0 on success, 1 on a failed run (a ``UserError``: bad input,
+config, file, weights or model name — printed as one line ``oar: error: …``),
+2 on a usage error (argparse's, or a ``UsageError``), 130 on Ctrl-C. Results
+go to stdout, everything else to stderr. A traceback is printed only for a bug,
+or for any error with ``--debug`` (or ``OAR_DEBUG=1``).
+"""
 import argparse
+import os
 import sys
+from importlib import metadata
 
-from . import commands
+from framework import distributed
+from framework.errors import UserError, describe_os_error
 
-__all__ = ["main"]
+from .commands import COMMANDS, UsageError
 
+__all__ = ["main", "build_parser", "guarded", "run_tool", "console"]
 
-def _bench_main(argv):
-    from . import bench
-    parser = argparse.ArgumentParser(prog="oar bench", description="Run a benchmark; prints JSON.")
-    parser.add_argument("name", choices=sorted(bench.SUITES))
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--out")
-    args = parser.parse_args(argv)
-    return bench.run(args.name, quick=args.quick, out=args.out)
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 130, 141
 
 
-COMMANDS = {
-    "list": commands.list_main,
-    "show": commands.show_main,
-    "run": commands.run_main,
-    "reproduce": commands.reproduce_main,
-    "train": commands.train_main,
-    "eval": commands.eval_main,
-    "infer": commands.infer_main,
-    "bench": _bench_main,
-}
+def _version():
+    try:
+        return metadata.version("oar")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"
 
 
-def main(argv=None):
-    """Dispatch ``oar COMMAND …`` to the command's implementation."""
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's, with room for the longest command name beside its help line."""
+
+    def __init__(self, prog):
+        super().__init__(prog, max_help_position=32, width=100)
+        self._action_max_length = 14
+
+
+def build_parser(prog="oar"):
+    """The ``oar`` parser: one subcommand per entry of ``zoo.commands.COMMANDS``."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show the full traceback of an error (also OAR_DEBUG=1)")
+    parser = argparse.ArgumentParser(
+        prog=prog, parents=[common],
+        formatter_class=_HelpFormatter,
+        description="oar: train, evaluate, run and benchmark the models of the oar zoo.",
+        epilog="`oar COMMAND -h` shows a command's options; `oar run -h` lists the zoo's models.")
+    parser.add_argument("--version", action="version", version=f"oar {_version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    commands.required = True
+    for command in COMMANDS:
+        sub = commands.add_parser(command.name, help=command.help, description=command.help, parents=[common])
+        command.add_arguments(sub)
+        sub.set_defaults(run=command.run)
+    return parser
+
+
+def _report(message, parser_prog="oar"):
+    if distributed.is_initialized() and distributed.get_world_size() > 1:
+        message = f"[rank {distributed.get_rank()}/{distributed.get_world_size()}] {message}"
+    print(f"{parser_prog}: error: {message}", file=sys.stderr)
+
+
+def _stop_distributed(code):
+    if distributed.is_initialized() and distributed.get_world_size() > 1:
+        distributed.abort(code)
+
+
+def guarded(function, prog="oar", debug=False, usage_prog=None):
+    """Call ``function()`` and turn its outcome into an exit status (the rule of every ``oar`` command and tool).
+
+    A ``UserError`` (or an ``OSError`` naming a path) prints one line
+    ``PROG: error: …`` and gives 1, a ``UsageError`` gives 2, Ctrl-C 130, a
+    closed stdout 141; with ``debug`` (or ``OAR_DEBUG=1``) the error is raised
+    with its traceback instead. Any other exception is a bug and propagates.
+    """
+    debug = debug or os.environ.get("OAR_DEBUG", "") not in ("", "0")
+    try:
+        code = function()
+        sys.stdout.flush()
+        return code if isinstance(code, int) and not isinstance(code, bool) else EXIT_OK
+    except UsageError as err:
+        if debug:
+            raise
+        _report(str(err), usage_prog or prog)
+        return EXIT_USAGE
+    except UserError as err:
+        if debug:
+            raise
+        _report(str(err), prog)
+        _stop_distributed(EXIT_FAILED)
+        return EXIT_FAILED
+    except BrokenPipeError:
+        return _broken_pipe()
+    except OSError as err:
+        if debug or not getattr(err, "filename", None):
+            raise
+        _report(describe_os_error(err), prog)
+        _stop_distributed(EXIT_FAILED)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def main(argv=None, prog="oar"):
+    """Run ``oar`` with ``argv`` (default ``sys.argv[1:]``); returns the exit status (never raises SystemExit)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
-        known = ", ".join(COMMANDS)
-        if argv and argv[0] not in ("-h", "--help"):
-            print(f"oar: unknown command {argv[0]!r} (commands: {known})", file=sys.stderr)
-            raise SystemExit(2)
-        print(f"usage: oar COMMAND [options]\ncommands: {known}\n`oar COMMAND -h` for a command's options")
-        return None
-    return COMMANDS[argv[0]](argv[1:])
+    try:
+        args = build_parser(prog).parse_args(argv)
+    except SystemExit as stop:          # --help, --version (0) or a usage error (2), already printed
+        return int(stop.code or 0)
+    args.argv = argv[argv.index(args.command) + 1:]
+    return guarded(lambda: args.run(args), prog, getattr(args, "debug", False), usage_prog=f"{prog} {args.command}")
+
+
+def run_tool(function, prog=None):
+    """Exit status of a ``tools/*.py`` script's ``function()`` under the same rule as ``oar`` (for ``sys.exit``)."""
+    prog = prog or os.path.basename(sys.argv[0])
+    try:
+        return guarded(function, prog)
+    except SystemExit as stop:
+        return stop.code if isinstance(stop.code, int) else (print(stop.code, file=sys.stderr) or EXIT_FAILED)
+
+
+def _broken_pipe():
+    """The reader of stdout went away (``oar run … | head``): stop quietly, as a Unix tool killed by SIGPIPE."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_BROKEN_PIPE
+
+
+def console():
+    """The ``oar`` console script."""
+    sys.exit(main())
 
 
 if __name__ == "__main__":
-    main()
+    console()

@@ -1,160 +1,164 @@
-"""The implementations behind ``oar train|eval|infer`` and ``tools/train|eval|infer.py``.
+"""The ``oar`` commands: one ``Command`` each (its one-line help, its arguments, the function that runs it).
 
-Each ``*_main(argv)`` parses the shared options, loads the config (with
-``-o key=value`` overrides) and calls ``framework.engine.runner``. Errors that
-are the user's (config, data, checkpoint) print one line and exit with 2.
+``zoo.cli`` builds the parser from ``COMMANDS`` and owns the exit status;
+``tools/train.py`` and the other tools call ``zoo.cli.main`` with their command
+name, so ``python tools/train.py -c X`` ≡ ``oar train -c X``. A command
+returns normally on success, raises a ``framework.errors.UserError`` for a
+user's mistake (exit 1) or ``UsageError`` for arguments that cannot go
+together (exit 2).
 """
 import argparse
+import inspect
 import json
 import os
 import sys
+from dataclasses import dataclass
+from typing import Callable
 
 from framework import distributed, set_device
-from framework.config import ConfigError, load_config
-from framework.engine import CheckpointError, TrainingError, runner
-from framework.io import DataLoaderError
-from framework.backend import DeviceError
-from framework.fetch import FetchError
-from nlp.data.text import TextFormatError
+from framework.config import load_config
+from framework.engine import runner
+from framework.errors import UserError
 
-from .catalog import CatalogError
+from .api import TASKS, load, register_everything
+from .catalog import card, cards
+from .inputs import ResultWriter, predict_in_order, read_lines
 
-__all__ = ["train_main", "eval_main", "infer_main", "list_main", "show_main", "run_main", "reproduce_main",
-           "user_errors", "format_result"]
-
-USER_ERRORS = (ConfigError, CheckpointError, TrainingError, DataLoaderError, DeviceError, FileNotFoundError,
-               CatalogError, FetchError, TextFormatError, distributed.DistributedError)
-HEADLINE_METRICS = {  # task -> the metrics `oar list` shows
-    "lexical_analysis": ("seg_f1", "pos_f1", "entity_f1"),
-    "sentiment": ("acc", "macro_f1"),
-    "matching": ("acc", "auc"),
-    "video": ("motion_top1", "top1", "gap"),
-}
+__all__ = ["COMMANDS", "Command", "UsageError"]
 
 
-def _register_everything():
-    """Import the packages that register models, datasets and tasks."""
-    from . import toy  # noqa: F401
-    import nlp.data.matching  # noqa: F401
-    import nlp.data.peoples_daily  # noqa: F401
-    import nlp.data.reviews  # noqa: F401
-    import nlp.metrics  # noqa: F401
-    import nlp.models.lac  # noqa: F401
-    import nlp.models.senta  # noqa: F401
-    import nlp.models.simnet  # noqa: F401
-    import nlp.tasks.lexical_analysis  # noqa: F401
-    import nlp.tasks.matching  # noqa: F401
-    import nlp.tasks.sentiment  # noqa: F401
-    import video.data  # noqa: F401
-    import video.metrics  # noqa: F401
-    import vision.data  # noqa: F401
-    import vision.metrics  # noqa: F401
-    import vision.models  # noqa: F401
-    import vision.tasks  # noqa: F401
-    import video.models  # noqa: F401
-    import video.tasks  # noqa: F401
-    import video.feature_backbone  # noqa: F401
+class UsageError(UserError):
+    """Arguments that cannot be used together or with this model: exit status 2, like argparse's own errors."""
 
 
-def _parser(description, checkpoint):
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("-c", "--config", required=True, help="YAML config file")
+@dataclass
+class Command:
+    """One ``oar`` command: ``add_arguments(parser)`` declares its options, ``run(args)`` does the work."""
+    name: str
+    help: str
+    add_arguments: Callable
+    run: Callable
+
+
+# ---------------------------------------------------------------------------------------------- shared options
+
+def _add_config_arguments(parser, config_required=True):
+    parser.add_argument("-c", "--config", required=config_required,
+                        help="YAML config file" + ("" if config_required else
+                                                   " (default: the config.yaml the run saved in --output_dir)"))
     parser.add_argument("-o", "--override", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
                         help="override config values, e.g. -o train.epochs=3 model.hidden=64 (repeatable)")
     parser.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
-    parser.add_argument("--output_dir", help="checkpoints and logs (default: outputs/<config name>)")
-    if checkpoint:
-        parser.add_argument("--checkpoint", help="weights to use (default: <output_dir>/best.npz)")
-    return parser
+    parser.add_argument("--output_dir", help="the run directory (default: outputs/<config name>)")
 
 
-def _setup(args):
-    _register_everything()
-    set_device(args.device)
-    cfg = load_config(args.config, args.override)
-    output_dir = args.output_dir or runner.default_output_dir(cfg)
-    return cfg, output_dir
+def _add_input_arguments(parser):
+    """The input and output flags ``oar run`` and ``oar infer`` share."""
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--input_text", "--input", nargs="+", metavar="TEXT",
+                        help="texts to predict on (a matching pair: 'text_a<TAB>text_b')")
+    source.add_argument("--input_file", metavar="FILE",
+                        help="a text file with one input per line; - reads stdin (one output line per input line)")
+    source.add_argument("--input_path", nargs="+", metavar="PATH", help="files to predict on (videos, images)")
+    parser.add_argument("--json", action="store_true", help="one JSON object per input, echoing it as \"input\"")
+    parser.add_argument("--output", metavar="FILE", help="write the results here instead of stdout")
+    parser.add_argument("--batch_size", type=int, default=64, help="inputs per batch, grouped by length (default 64)")
+    parser.add_argument("--top_k", type=int, help="classes listed per input (classification models)")
+    parser.add_argument("--encoding", default="utf-8", help="encoding of --input_file (default utf-8; e.g. gbk)")
+
+
+def _inputs(args):
+    """``(iterable of inputs, count or None, where)`` from the input flags; ``where(n)`` names input ``n``."""
+    if args.input_file:
+        name = "stdin" if args.input_file == "-" else args.input_file
+        count = None if args.input_file == "-" else sum(1 for _ in read_lines(args.input_file, args.encoding))
+        return read_lines(args.input_file, args.encoding), count, lambda n: f"{name}, line {n}"
+    flag = "--input_text" if args.input_text else "--input_path"
+    given = args.input_text or args.input_path
+    return given, len(given), lambda n: f"{flag} value {n} ({given[n - 1]!r})"
+
+
+def _predict_options(task, args, model_name):
+    """Keyword options for ``task.predict`` from the flags (``top_k``), refused when the model takes none."""
+    if args.top_k is None:
+        return {}
+    if "top_k" not in inspect.signature(task.predict).parameters:
+        raise UsageError(f"{model_name} answers one label per input; --top_k is for models that rank classes")
+    if args.top_k < 1:
+        raise UsageError(f"--top_k must be at least 1, got {args.top_k}")
+    return {"top_k": args.top_k}
+
+
+def _predict_and_write(task, args, model_name, takes_paths):
+    inputs, count, where = _inputs(args)
+    options = _predict_options(task, args, model_name)
+    with ResultWriter(args.output, as_json=args.json) as writer:
+        for item, result in predict_in_order(task, inputs, args.batch_size, sort_by_length=not takes_paths,
+                                             total=count, where=where, **options):
+            writer.write(item, result)
+
+
+def _run_dir(args, cfg):
+    return args.output_dir or runner.default_output_dir(cfg)
+
+
+def _load_run_config(args):
+    """The config of ``-c`` (or, without it, the one the run saved in ``--output_dir``), with ``-o`` applied."""
+    path = args.config
+    if path is None:
+        if not args.output_dir:
+            raise UsageError("give the config with -c, or a run directory with --output_dir")
+        path = os.path.join(args.output_dir, "config.yaml")
+        if not os.path.isfile(path):
+            raise UsageError(f"{args.output_dir} holds no config.yaml (not a run directory of `oar train`); "
+                             f"give the config with -c")
+    return load_config(path, args.override)
 
 
 def _checkpoint(args, output_dir):
-    path = args.checkpoint or os.path.join(output_dir, "best.npz")
-    if not os.path.isfile(path) and not args.checkpoint:
-        last = os.path.join(output_dir, "last.npz")
-        path = last if os.path.isfile(last) else path
-    return path
+    """``--checkpoint``, else ``best.npz`` of the run, else its ``last.npz``."""
+    if args.checkpoint:
+        return args.checkpoint
+    best, last = os.path.join(output_dir, "best.npz"), os.path.join(output_dir, "last.npz")
+    return last if not os.path.isfile(best) and os.path.isfile(last) else best
 
 
-def _read_inputs(path):
-    """The non-empty lines of the UTF-8 file ``path`` (one input each), without their newlines."""
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"input file not found: {path}")
-    with open(path, encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in f if line.strip()]
+def _setup(args, for_inference):
+    """Registers every package, selects the device and returns ``(config, run directory)``."""
+    register_everything()
+    set_device(args.device)
+    cfg = _load_run_config(args) if for_inference else load_config(args.config, args.override)
+    output_dir = _run_dir(args, cfg)
+    if for_inference:
+        cfg = runner.run_config(cfg, output_dir)
+    return cfg, output_dir
 
 
-PATH_TASKS = ("video",)   # card tasks whose inputs are files; the others take text
+# ---------------------------------------------------------------------------------------------- train/eval/infer
 
-
-def _check_inputs(entry, inputs, given):
-    """Refuse what ``oar run`` cannot predict on: no inputs, an empty one, or the wrong kind for the card's task."""
-    if not inputs:
-        raise ConfigError(f"{given}: no inputs")
-    empty = [str(i + 1) for i, value in enumerate(inputs) if not str(value).strip()]
-    if empty:
-        raise ConfigError(f"{given}: input {', '.join(empty)} is empty")
-    wants_paths = entry["task"] in PATH_TASKS
-    if wants_paths and given == "--input_text":
-        raise ConfigError(f"{entry['name']} is a {entry['task']} model: give files with --input_path, not text")
-    if not wants_paths and given == "--input_path":
-        raise ConfigError(f"{entry['name']} is a {entry['task']} model: give text with --input_text or "
-                          f"--input_file, not --input_path")
-
-
-def user_errors(main):
-    """Run ``main(argv)``; a user error becomes one line on stderr and exit status 2.
-
-    In a distributed run the line names the rank, and the whole job ends.
-    """
-    def wrapped(argv=None):
-        try:
-            return main(argv)
-        except USER_ERRORS as err:
-            if distributed.is_initialized() and distributed.get_world_size() > 1:
-                print(f"[rank {distributed.get_rank()}/{distributed.get_world_size()}] error: {err}", file=sys.stderr)
-                distributed.abort(2)
-            print(f"error: {err}", file=sys.stderr)
-            raise SystemExit(2) from None
-        except KeyboardInterrupt:
-            print("interrupted", file=sys.stderr)
-            raise SystemExit(130) from None
-    wrapped.__name__ = main.__name__
-    wrapped.__doc__ = main.__doc__
-    return wrapped
-
-
-@user_errors
-def train_main(argv=None):
-    """``oar train -c CONFIG [-o k=v …] [--resume [PATH]] [--seed N] [--plot] [--nproc N]``.
-
-    ``--nproc N`` runs N data-parallel processes through ``mpiexec``; a run
-    already started by an MPI launcher trains on the processes it started.
-    """
-    parser = _parser("Train a model from a config.", checkpoint=False)
+def _train_arguments(parser):
+    _add_config_arguments(parser)
     parser.add_argument("--resume", nargs="?", const=True, default=None,
                         help="continue from the last checkpoint in the output dir, or from PATH")
     parser.add_argument("--seed", type=int, help="override train.seed")
     parser.add_argument("--plot", action="store_true", help="write loss/metric curves to <output_dir>/curves.png")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--nproc", type=int, default=1,
                         help="data-parallel processes started through mpiexec (train.batch_size stays global)")
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(argv)
+
+
+def train(args):
+    """Train from a config; prints the summary (best metric, checkpoints) as one JSON line.
+
+    ``--nproc N`` runs N data-parallel processes through ``mpiexec``; a run
+    already started by an MPI launcher trains on the processes it started.
+    """
     launched = distributed.launched_by_mpi()
     if args.nproc > 1 and not launched:
-        return _launch_train(args.nproc, argv)
+        return _launch_train(args.nproc, args.argv)
     if launched and args.nproc not in (1, launched):
         raise distributed.DistributedError(f"--nproc {args.nproc} but the MPI launcher started {launched} processes")
-    cfg, output_dir = _setup(args)
+    cfg, output_dir = _setup(args, for_inference=False)
     trainer, summary = runner.train(cfg, output_dir=output_dir, resume=args.resume, device=args.device,
                                     seed=args.seed, progress=not args.quiet)
     if trainer.rank == 0:
@@ -162,139 +166,180 @@ def train_main(argv=None):
             from framework.engine.plot import plot_curves
             plot_curves(os.path.join(output_dir, "metrics.jsonl"), os.path.join(output_dir, "curves.png"))
         print(json.dumps({k: v for k, v in summary.items() if k != "history"}))
-    return summary
+    return 0
 
 
 def _launch_train(nproc, argv):
-    """Run ``oar train argv`` as ``nproc`` MPI processes; exits with their status when one failed."""
+    """Run ``oar train argv`` as ``nproc`` MPI processes; their exit status becomes this one's."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
-    code = distributed.launch(nproc, [sys.executable, "-m", "zoo.cli", "train", *argv], env=env)
-    if code:
-        raise SystemExit(code)
-    return None
+    return distributed.launch(nproc, [sys.executable, "-m", "zoo.cli", "train", *argv], env=env)
 
 
-@user_errors
-def eval_main(argv=None):
-    """``oar eval -c CONFIG [--checkpoint PATH] [--split eval|test]``: prints the metrics as JSON."""
-    parser = _parser("Evaluate a checkpoint on a data split.", checkpoint=True)
+def _run_dir_arguments(parser):
+    _add_config_arguments(parser, config_required=False)
+    parser.add_argument("--checkpoint", help="weights to use (default: <output_dir>/best.npz, else last.npz)")
+
+
+def _eval_arguments(parser):
+    _run_dir_arguments(parser)
     parser.add_argument("--split", default="eval", choices=["train", "eval", "test"])
-    args = parser.parse_args(argv)
-    cfg, output_dir = _setup(args)
+
+
+def evaluate(args):
+    """Metrics of a run's checkpoint on a data split, as one JSON line."""
+    cfg, output_dir = _setup(args, for_inference=True)
     metrics = runner.evaluate_config(cfg, _checkpoint(args, output_dir), split=args.split, device=args.device)
     print(json.dumps(metrics))
-    return metrics
 
 
-@user_errors
-def infer_main(argv=None):
-    """``oar infer -c CONFIG (--input X … | --input_path P … | --input_file FILE) [--output FILE]``: JSON lines out."""
-    parser = _parser("Predict on raw inputs; writes one JSON object per input.", checkpoint=True)
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--input", "--input_path", nargs="+", dest="input",
-                        help="inputs given on the command line (texts, or video/image paths)")
-    source.add_argument("--input_file", help="a file with one input per line")
-    parser.add_argument("--output", help="write JSON lines here instead of stdout")
-    args = parser.parse_args(argv)
-    cfg, output_dir = _setup(args)
-    inputs = _read_inputs(args.input_file) if args.input_file else args.input
-    results = runner.infer(cfg, _checkpoint(args, output_dir), inputs, device=args.device)
-    lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in results)
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(lines)
-    else:
-        sys.stdout.write(lines)
-    return results
+def _infer_arguments(parser):
+    _run_dir_arguments(parser)
+    _add_input_arguments(parser)
 
 
-def format_result(result):
-    """One readable line for a prediction dict (words/tags, label and score, top-k classes, or JSON)."""
-    if "words" in result and "tags" in result:
-        return " ".join(f"{w}/{t}" for w, t in zip(result["words"], result["tags"]))
-    if "topk" in result:
-        return ", ".join(f"{label} {prob:.3f}" for label, prob in result["topk"])
-    if "label" in result and "score" in result:
-        return f"{result['label']}\t{result['score']:.4f}"
-    return json.dumps(result, ensure_ascii=False)
+def infer(args):
+    """Predict with a run's checkpoint: one line per input (``--json``: one JSON object)."""
+    cfg, output_dir = _setup(args, for_inference=True)
+    task = runner.build_task(cfg)
+    runner.load_weights(task.model, _checkpoint(args, output_dir))
+    if args.device != "cpu":
+        task.model.to(args.device)
+    task.model.eval()
+    task.device = args.device
+    takes_paths = bool(args.input_path)
+    _predict_and_write(task, args, os.path.basename(output_dir.rstrip(os.sep)) or output_dir, takes_paths)
 
 
-@user_errors
-def list_main(argv=None):
-    """``oar list``: the zoo's models as a table (the headline metrics of each task; ``oar show`` has all)."""
-    argparse.ArgumentParser(prog="oar list", description="List the zoo's models.").parse_args(argv)
-    from .catalog import cards
-    rows = [("name", "task", "metrics", "source")]
+# ---------------------------------------------------------------------------------------------- the zoo
+
+def _models_by_task():
+    """``task: name, name, …`` lines of the catalog, for ``oar run -h``."""
+    grouped = {}
     for entry in cards().values():
-        metrics = entry.get("metrics") or {}
-        keys = [k for k in HEADLINE_METRICS.get(entry["task"], ()) if k in metrics] or \
-            [k for k in metrics if k != "split"]
-        shown = ", ".join(f"{k} {metrics[k]}" for k in keys) or "-"
-        if keys and "split" in metrics:
-            shown += f" ({metrics['split']})"
-        rows.append((entry["name"], entry["task"], shown, entry.get("source", "-")))
-    widths = [max(len(str(r[i])) for r in rows) for i in range(3)]
-    for row in rows:
-        print("  ".join(str(v).ljust(w) for v, w in zip(row, widths)) + "  " + str(row[3]))
-    return rows
+        grouped.setdefault(entry["task"], []).append(entry["name"])
+    return "\n".join(f"  {task}: {', '.join(names)}" for task, names in grouped.items())
 
 
-@user_errors
-def show_main(argv=None):
-    """``oar show NAME``: one model card."""
-    parser = argparse.ArgumentParser(prog="oar show", description="Print one model card.")
-    parser.add_argument("name")
-    args = parser.parse_args(argv)
-    import yaml
-    from .catalog import card
-    entry = card(args.name)
-    print(yaml.safe_dump(entry, sort_keys=False, allow_unicode=True), end="")
-    return entry
-
-
-@user_errors
-def run_main(argv=None):
-    """``oar run NAME (--input_text T … | --input_file F | --input_path P …) [--json]``."""
-    parser = argparse.ArgumentParser(prog="oar run", description="Predict with a zoo model.")
-    parser.add_argument("name")
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--input_text", nargs="+", help="texts")
-    source.add_argument("--input_file", help="a file with one input per line")
-    source.add_argument("--input_path", nargs="+", help="files to predict on (e.g. videos)")
-    parser.add_argument("--json", action="store_true", help="one JSON object per input")
+def _run_arguments(parser):
+    parser.add_argument("name", help="a zoo model (see below, or `oar list`)")
+    _add_input_arguments(parser)
     parser.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
-    args = parser.parse_args(argv)
-    from .api import load
-    from .catalog import card
-    inputs = _read_inputs(args.input_file) if args.input_file else (args.input_text or args.input_path)
-    _check_inputs(card(args.name), inputs, "--input_path" if args.input_path else "--input_text"
-                  if args.input_text else f"--input_file {args.input_file}")
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = "models, by task:\n" + _models_by_task() + \
+        "\n\nexamples:\n  oar run lac_pku --input_text \"今天是个好日子\"\n  oar run senta_bilstm --input_file - < reviews.txt"
+
+
+def _check_input_kind(entry, args):
+    """Refuse text for a model that reads files, and files for one that reads text, before loading it."""
+    wants_paths = TASKS.get(entry["task"], {}).get("inputs") == "paths"
+    if wants_paths and not args.input_path:
+        given = "--input_text" if args.input_text else "--input_file"
+        raise UsageError(f"{entry['name']} is a {entry['task']} model: give files with --input_path, not {given}")
+    if not wants_paths and args.input_path:
+        raise UsageError(f"{entry['name']} is a {entry['task']} model: give text with --input_text or "
+                         f"--input_file, not --input_path")
+
+
+def run(args):
+    """Predict with a zoo model: one line per input (``--json``: one JSON object that echoes the input)."""
+    entry = card(args.name)
+    _check_input_kind(entry, args)
+    if args.input_file and args.input_file != "-":
+        next(iter(read_lines(args.input_file, args.encoding)), None)   # a missing file fails before the model loads
     task = load(args.name, device=args.device)
-    results = task.predict(inputs)
-    for result in results:
-        print(json.dumps(result, ensure_ascii=False) if args.json else format_result(result))
-    return results
+    _predict_and_write(task, args, args.name, takes_paths=bool(args.input_path))
 
 
-@user_errors
-def reproduce_main(argv=None):
-    """``oar reproduce NAME|nlp|video|all [-o k=v …] [--dry_run]``: retrain, re-measure, rewrite cards and RESULTS.md."""
-    parser = argparse.ArgumentParser(prog="oar reproduce", description=reproduce_main.__doc__)
-    parser.add_argument("target")
+def _list_arguments(parser):
+    shape = parser.add_mutually_exclusive_group()
+    shape.add_argument("--wide", action="store_true", help="every column, including where the weights came from")
+    shape.add_argument("--json", action="store_true", help="one JSON object per card (the whole card)")
+
+
+def _headline(entry, digits):
+    metrics = entry.get("metrics") or {}
+    keys = [k for k in TASKS.get(entry["task"], {}).get("headline", ()) if k in metrics] or \
+        [k for k in metrics if k != "split" and isinstance(metrics[k], (int, float))]
+    shown = " ".join(f"{k} {metrics[k]:.{digits}f}" for k in keys) or "-"
+    if not keys or "split" not in metrics:
+        return shown
+    split = str(metrics["split"]) if digits > 3 else str(metrics["split"]).split(",")[0]   # narrow: the split's name
+    return f"{shown} ({split})"
+
+
+def list_models(args):
+    """The zoo's models: name, task and headline test metrics (``--wide``: and source; ``--json``: whole cards)."""
+    entries = list(cards().values())
+    if args.json:
+        for entry in entries:
+            print(json.dumps(entry, ensure_ascii=False))
+        return
+    rows = [("name", "task", "metrics")] + [(e["name"], e["task"], _headline(e, 4 if args.wide else 3))
+                                            for e in entries]
+    if args.wide:
+        rows = [row + (source,) for row, source in zip(rows, ["source"] + [e.get("source", "-") for e in entries])]
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        print("  ".join(str(v).ljust(w) for v, w in zip(row, widths)) + "  " + str(row[-1]))
+
+
+def _show_arguments(parser):
+    parser.add_argument("name")
+    parser.add_argument("--json", action="store_true", help="the card as one JSON object")
+
+
+def show(args):
+    """One model card (YAML, or ``--json``)."""
+    import yaml
+    entry = card(args.name)
+    if args.json:
+        print(json.dumps(entry, ensure_ascii=False))
+    else:
+        print(yaml.safe_dump(entry, sort_keys=False, allow_unicode=True), end="")
+
+
+def _reproduce_arguments(parser):
+    parser.add_argument("target", help="a card name, or a group: nlp, senta, simnet, video, all")
     parser.add_argument("-o", "--override", dest="overrides", nargs="+", action="extend", default=[],
-                        metavar="KEY=VALUE",
-                        help="config overrides for every model (e.g. a smaller budget)")
+                        metavar="KEY=VALUE", help="config overrides for every model (e.g. a smaller budget)")
     parser.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
     parser.add_argument("--output_root", default=os.path.join("outputs", "reproduce"))
     parser.add_argument("--dry_run", action="store_true",
                         help="write weights, catalog and RESULTS.md under <output_root>/dry_run/, not the repository")
     parser.add_argument("--quiet", action="store_true")
-    args = parser.parse_args(argv)
-    _register_everything()
+
+
+def reproduce(args):
+    """Retrain and re-measure zoo models; rewrite their cards and RESULTS.md blocks. One JSON line per model."""
+    register_everything()
     set_device(args.device)
-    from .reproduce import reproduce
-    updated = reproduce(args.target, args)
-    for entry in updated:
+    from .reproduce import reproduce as run_reproduce
+    for entry in run_reproduce(args.target, args):
         print(json.dumps({"name": entry["name"], "metrics": entry.get("metrics")}, ensure_ascii=False))
-    return updated
+
+
+def _bench_arguments(parser):
+    from . import bench
+    parser.add_argument("name", choices=sorted(bench.SUITES))
+    parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
+    parser.add_argument("--out", help="also write the JSON here")
+
+
+def benchmark(args):
+    """Run a benchmark suite; prints its JSON."""
+    from . import bench
+    bench.run(args.name, quick=args.quick, out=args.out)
+
+
+COMMANDS = [
+    Command("list", "list the zoo's models with their test metrics", _list_arguments, list_models),
+    Command("show", "print one model card (config, weights, sha256, metrics, source)", _show_arguments, show),
+    Command("run", "predict with a zoo model on texts, a file, stdin or video/image paths", _run_arguments, run),
+    Command("train", "train a model from a YAML config", _train_arguments, train),
+    Command("eval", "evaluate a run's checkpoint on a data split (metrics as JSON)", _eval_arguments, evaluate),
+    Command("infer", "predict with a run's checkpoint (same inputs and outputs as run)", _infer_arguments, infer),
+    Command("reproduce", "retrain zoo models, rewrite their cards and docs/RESULTS.md", _reproduce_arguments,
+            reproduce),
+    Command("bench", "run a benchmark suite (JSON on stdout)", _bench_arguments, benchmark),
+]
