@@ -24,6 +24,7 @@ import vision.models  # noqa: E402  (registers the vision models)
 from framework.registry import MODELS  # noqa: E402
 from vision.models.common import TORCH_BN_COUNTER  # noqa: E402
 from vision.models.weights import WeightsError, load_pretrained  # noqa: E402
+from zoo.cli import run_tool  # noqa: E402
 
 __all__ = ["read_torch_state_dict", "convert", "main"]
 
@@ -110,4 +111,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_tool(main))

@@ -15,6 +15,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from nlp.data.matching import build_pairs  # noqa: E402
+from zoo.cli import run_tool  # noqa: E402
 
 
 def main(argv=None):
@@ -34,4 +35,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_tool(main))

@@ -25,6 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from vision.torch_reference import torch_resnet  # noqa: E402
+from zoo.cli import run_tool  # noqa: E402
 
 MODELS = {"basic": {"block": "basic", "layers": (2, 2, 2, 2), "base_channels": 3},
           "bottleneck": {"block": "bottleneck", "layers": (2, 1, 1, 1), "base_channels": 2}}
@@ -88,4 +89,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_tool(main))

@@ -10,8 +10,15 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from nlp.senta_peer import run_peer  # noqa: E402
 
-if __name__ == "__main__":
+from zoo.cli import run_tool  # noqa: E402
+
+
+def main():
     try:
         print(json.dumps(run_peer()))
     except ImportError as err:
-        raise SystemExit(str(err)) from None
+        raise SystemExit(f"senta_peer.py: error: {err}") from None
+
+
+if __name__ == "__main__":
+    sys.exit(run_tool(main))
