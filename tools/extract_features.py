@@ -22,7 +22,6 @@ import vision.models  # noqa: E402,F401  (registers the backbones)
 from framework.registry import MODELS  # noqa: E402
 from video.data.datasets import read_class_names, read_list_file  # noqa: E402
 from video.data.features import FeatureExtractor, extract_features, feature_transforms  # noqa: E402
-from video.data.progress import ProgressLine  # noqa: E402
 from vision.models.weights import load_pretrained, read_weights  # noqa: E402
 
 
@@ -64,7 +63,7 @@ def main(argv=None):
     extractor = FeatureExtractor(model, feature_transforms(args.size), args.batch_size)
     result = extract_features(entries, root, args.out, extractor, num_frames=args.num_frames or None,
                               modality=args.modality, list_name=os.path.basename(args.list),
-                              on_error=args.on_error, progress=ProgressLine("videos"))
+                              on_error=args.on_error, progress="videos")
     print(json.dumps(result))
 
 

@@ -31,6 +31,7 @@ import numpy
 
 import framework
 import framework.nn.functional as F
+from framework.config import ConfigError
 from framework.engine import Task
 from framework.engine.metrics import Metric, to_numpy
 from framework.fetch import oar_home
@@ -42,7 +43,6 @@ from vision.models.weights import load_pretrained
 from .data.datasets import FrameFeatureDataset, read_list_file
 from .data.decode import VideoReader
 from .data.features import FeatureExtractor, extract_features, feature_transforms
-from .data.progress import ProgressLine
 from .data.synthetic import SHAPES, ensure_synthetic_set, plan_video, spec_from_config
 from .data.transforms import mirror_array
 from .tasks.feature_recognition import resolve_path
@@ -87,8 +87,8 @@ class SyntheticFrameAttributes(Dataset):
     def __init__(self, split: str, frames_per_video: int = 4, size: int = 64, num: int = 1200, seed: int = 0,
                  spec: dict = None, root: str = None, symmetries: bool = False):
         if split not in ("train", "dev", "test") or frames_per_video < 1:
-            raise ValueError(f"SyntheticFrameAttributes: split must be train, dev or test and frames_per_video "
-                             f">= 1, got {split!r}, {frames_per_video}")
+            raise ConfigError(f"SyntheticFrameAttributes: split must be train, dev or test and frames_per_video "
+                              f">= 1, got {split!r}, {frames_per_video}")
         self.spec = spec_from_config(spec)
         self.folder = ensure_synthetic_set(num, seed, self.spec, root)
         self.split, self.seed, self.frames, self.symmetries = split, int(seed), int(frames_per_video), bool(symmetries)
@@ -175,8 +175,8 @@ class FrameAttributes(Task):
 
     def __init__(self, model, geometry_weight: float = 5.0, metrics=None):
         if getattr(model, "num_classes", NUM_OUTPUTS) != NUM_OUTPUTS:
-            raise ValueError(f"FrameAttributes: the model needs num_classes = {NUM_OUTPUTS} outputs "
-                             f"(shape {len(SHAPES)}, visibility 1, geometry 5), got {model.num_classes}")
+            raise ConfigError(f"FrameAttributes: the model needs num_classes = {NUM_OUTPUTS} outputs "
+                              f"(shape {len(SHAPES)}, visibility 1, geometry 5), got {model.num_classes}")
         self.model, self.geometry_weight, self._metrics = model, float(geometry_weight), metrics
 
     def _outputs(self, batch):
@@ -234,7 +234,7 @@ def synthetic_features_folder(backbone, backbone_weights, size, num_frames, num=
             list_name = f"multilabel_{split}.txt"
             entries = read_list_file(os.path.join(folder, list_name), multi_label=True)
             extract_features(entries, folder, out, extractor, num_frames=num_frames, list_name=list_name,
-                             on_error="raise", progress=ProgressLine(f"{split} videos"))
+                             on_error="raise", progress=f"{split} videos")
         with open(marker, "w", encoding="utf-8") as f:
             f.write(key + "\n")
     return out, folder
@@ -266,7 +266,7 @@ def _mirrored_train_features(folder, out, extractor, num_frames):
         moved = dict(enumerate(mirror_label_map(which)))     # motions move; shapes (12-17) stay
         mirrored = lambda frames, which=which: extractor(mirror_array(frames, which, 1))  # noqa: E731
         extract_features(entries, folder, out, mirrored, num_frames=num_frames, modality=f"rgb/m{which}",
-                         list_name=f"m{which}.txt", on_error="raise", progress=ProgressLine(f"mirror {which}"))
+                         list_name=f"m{which}.txt", on_error="raise", progress=f"mirror {which}")
         lines += [f"m{which}/{os.path.splitext(e.path)[0]} {','.join(str(moved.get(l, l)) for l in e.labels)}"
                   for e in entries]
     with open(os.path.join(out, "multilabel_train_mirrored.txt"), "w", encoding="utf-8") as f:
@@ -294,8 +294,8 @@ class SyntheticFeatures(FrameFeatureDataset):
                  num_frames: int = None, mode: str = "test", max_frames: int = None, num: int = 1200,
                  seed: int = 0, spec: dict = None, root: str = None, transforms: list = None, mirrored: bool = False):
         if split not in ("train", "dev", "test") or (mirrored and split != "train"):
-            raise ValueError(f"SyntheticFeatures: split must be train, dev or test (mirrored: train only), got "
-                             f"{split!r}, mirrored={mirrored}")
+            raise ConfigError(f"SyntheticFeatures: split must be train, dev or test (mirrored: train only), got "
+                              f"{split!r}, mirrored={mirrored}")
         out, folder = synthetic_features_folder(backbone, backbone_weights, size, extract_frames, num, seed, spec,
                                                 root, mirrored)
         list_name = "multilabel_train_mirrored.txt" if mirrored else f"multilabel_{split}.txt"

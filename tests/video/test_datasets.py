@@ -53,7 +53,7 @@ def test_list_files_with_names_ids_spaces_and_comments(folder):
 @pytest.mark.parametrize("line, message", [
     ("videos/a.mp4", "list.txt:2: expected 'path label'"),
     ("videos/a.mp4 3", r"list.txt:2: label 3 is out of range \[0, 3\)"),
-    ("videos/a.mp4 fly", "list.txt:2: label 'fly' is not a class id"),
+    ("videos/a.mp4 fly", "list.txt:2: label 'fly' is neither a class id nor a class name"),
     ("videos/a.mp4 0,1", "list.txt:2: several labels"),
 ])
 def test_list_file_errors_name_the_file_and_line(folder, line, message):

@@ -5,19 +5,20 @@ Importing this package registers the samplers and clip transforms (``TRANSFORMS`
 and the datasets (``DATASETS``). PyAV and OpenCV are imported only when a video
 is read or written.
 """
-from .decode import VideoReader, VideoDecodeError
+from .decode import VideoReader, VideoDecodeError, VideoNotFoundError
 from .sampling import (segment_indices, clip_indices, uniform_indices, random_indices, SegmentSampler,
                        ClipSampler)
 from .transforms import RandomShortSideScale, RandomCrop, MultiScaleCrop, ThreeCrop, TenCrop, FormatClips
 from .features import FeatureFileError, load_features, save_features, FeatureExtractor, extract_features
-from .datasets import (read_list_file, read_class_names, ClipLoader, VideoDataset, SyntheticVideos,
-                       FrameFeatureDataset)
+from .datasets import (VideoListError, ListFileNotFoundError, read_list_file, read_class_names, ClipLoader,
+                       VideoDataset, SyntheticVideos, FrameFeatureDataset)
 from .encode import write_video, write_frame_folder
 from .synthetic import MOTIONS, SHAPES, SyntheticSpec, make_synthetic_set, ensure_synthetic_set
 
-__all__ = ["VideoReader", "VideoDecodeError", "segment_indices", "clip_indices", "uniform_indices",
-           "random_indices", "SegmentSampler", "ClipSampler", "RandomShortSideScale", "RandomCrop",
+__all__ = ["VideoReader", "VideoDecodeError", "VideoNotFoundError", "segment_indices", "clip_indices",
+           "uniform_indices", "random_indices", "SegmentSampler", "ClipSampler", "RandomShortSideScale", "RandomCrop",
            "MultiScaleCrop", "ThreeCrop", "TenCrop", "FormatClips", "FeatureFileError", "load_features",
-           "save_features", "FeatureExtractor", "extract_features", "read_list_file", "read_class_names",
-           "ClipLoader", "VideoDataset", "SyntheticVideos", "FrameFeatureDataset", "write_video",
-           "write_frame_folder", "MOTIONS", "SHAPES", "SyntheticSpec", "make_synthetic_set", "ensure_synthetic_set"]
+           "save_features", "FeatureExtractor", "extract_features", "VideoListError", "ListFileNotFoundError",
+           "read_list_file", "read_class_names", "ClipLoader", "VideoDataset", "SyntheticVideos", "FrameFeatureDataset",
+           "write_video", "write_frame_folder", "MOTIONS", "SHAPES", "SyntheticSpec", "make_synthetic_set",
+           "ensure_synthetic_set"]

@@ -7,13 +7,18 @@ line, line i = class i). Blank lines and lines starting with ``#`` are
 skipped. Relative paths are relative to ``root`` (default: the list file's
 folder).
 
-Bad input, each named by the list file and line:
+Bad input, each named by the list file and line; every error here is a
+:class:`~framework.errors.UserError`, one type per kind of mistake:
 
-- a missing list file or class-names file: FileNotFoundError;
-- a malformed line or a label out of range: ValueError;
+- a missing list file or class-names file: :class:`ListFileNotFoundError`
+  (also a FileNotFoundError);
+- a list file or class-names file that cannot be used — a malformed line, a
+  label that is no class id or name, an id out of range, repeated or no class
+  names, a list without entries, bytes that are not UTF-8:
+  :class:`VideoListError` (also a ValueError);
 - a listed video (or feature file) that does not exist: checked when the
   dataset is built; ``on_error="skip"`` drops it with one warning listing the
-  missing files, ``on_error="raise"`` raises FileNotFoundError;
+  missing files, ``on_error="raise"`` raises :class:`ListFileNotFoundError`;
 - a video that cannot be decoded (corrupt, truncated, empty): with
   ``on_error="skip"`` a warning names it and the next video in the list is
   loaded in its place (up to ``max_skips`` in a row, then an error); the video
@@ -34,6 +39,8 @@ import warnings
 
 import numpy
 
+from framework.config import ConfigError
+from framework.errors import UserError
 from framework.io import Dataset, sample_rng
 from framework.registry import DATASETS, TRANSFORMS
 from vision.data.transforms import Compose
@@ -43,11 +50,36 @@ from .features import FeatureFileError, load_features
 from .sampling import MODES, random_indices, uniform_indices
 from .synthetic import ensure_synthetic_set, spec_from_config
 
-__all__ = ["ListEntry", "read_class_names", "read_list_file", "ClipLoader", "VideoDataset", "SyntheticVideos",
-           "FrameFeatureDataset", "ON_ERROR", "LABEL_SETS"]
+__all__ = ["VideoListError", "ListFileNotFoundError", "ListEntry", "read_class_names", "read_list_file",
+           "ClipLoader", "VideoDataset", "SyntheticVideos", "FrameFeatureDataset", "ON_ERROR", "LABEL_SETS"]
 
 ON_ERROR = ("skip", "raise")
 LABEL_SETS = ("motion", "multilabel")
+
+
+class VideoListError(UserError, ValueError):
+    """A list file or class-names file that cannot be used (a malformed line, an unknown label, an id out of
+    range, repeated or no class names, no entries, not UTF-8); the message names the file and line."""
+
+
+class ListFileNotFoundError(VideoListError, FileNotFoundError):
+    """A list file, a class-names file, or a video or feature file a list names, that does not exist."""
+
+
+def _read_lines(path, what):
+    """The lines of the text file ``path`` (a ``what``: "list file", "class-names file"), checked to exist and
+    to be UTF-8."""
+    if not os.path.isfile(path):
+        raise ListFileNotFoundError(f"{what} not found: {path}" if not os.path.isdir(path)
+                                    else f"{what} {path} is a folder, not a file")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read().splitlines()
+    except UnicodeDecodeError as exc:
+        line = exc.object[:exc.start].count(b"\n") + 1
+        raise VideoListError(f"{path}:{line}: the {what} is not UTF-8 text (byte offset {exc.start})") from exc
+    except OSError as exc:
+        raise VideoListError(f"cannot read {what} {path}: {exc.strerror or exc}") from exc
 
 
 class ListEntry:
@@ -65,15 +97,12 @@ class ListEntry:
 def read_class_names(path):
     """The class names of ``path``, one per non-empty line (line i = class i). Returns a list of str."""
     path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"class-names file not found: {path}")
-    with open(path, encoding="utf-8") as f:
-        names = [line.strip() for line in f if line.strip()]
+    names = [line.strip() for line in _read_lines(path, "class-names file") if line.strip()]
     if len(set(names)) != len(names):
         repeated = sorted({n for n in names if names.count(n) > 1})
-        raise ValueError(f"{path}: class names repeat: {repeated[:5]}")
+        raise VideoListError(f"{path}: class names repeat: {repeated[:5]}")
     if not names:
-        raise ValueError(f"{path}: no class names")
+        raise VideoListError(f"{path}: no class names")
     return names
 
 
@@ -83,11 +112,13 @@ def _parse_label(text, names, num_classes, where):
     elif names is not None and text in names:
         return names.index(text)
     else:
-        known = "" if names is None else " (not a class id nor a name in the class-names file)"
-        raise ValueError(f"{where}: label {text!r} is not a class id{known}")
+        if names is None:
+            raise VideoListError(f"{where}: label {text!r} is not a class id (give class_names to use names)")
+        shown = ", ".join(names[:10]) + (", …" if len(names) > 10 else "")
+        raise VideoListError(f"{where}: label {text!r} is neither a class id nor a class name ({shown})")
     if label < 0 or (num_classes is not None and label >= num_classes):
-        raise ValueError(f"{where}: label {label} is out of range [0, {num_classes})" if num_classes is not None
-                         else f"{where}: label {label} is negative")
+        raise VideoListError(f"{where}: label {label} is out of range [0, {num_classes})" if num_classes is not None
+                             else f"{where}: label {label} is negative")
     return label
 
 
@@ -98,30 +129,28 @@ def read_list_file(path, multi_label=False, class_names=None, num_classes=None):
     the number of names) bounds the ids.
     """
     path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"list file not found: {path}")
+    lines = _read_lines(path, "list file")
     if num_classes is None and class_names is not None:
         num_classes = len(class_names)
     entries = []
-    with open(path, encoding="utf-8") as f:
-        for number, raw in enumerate(f, start=1):
-            line = raw.strip()
-            if not line or line.startswith("#"):
-                continue
-            where = f"{path}:{number}"
-            parts = line.rsplit(None, 1)
-            if len(parts) != 2:
-                shape = "path l1,l2,..." if multi_label else "path label"
-                raise ValueError(f"{where}: expected '{shape}', got {line!r}")
-            texts = parts[1].split(",") if multi_label else [parts[1]]
-            if not multi_label and "," in parts[1]:
-                raise ValueError(f"{where}: several labels {parts[1]!r} in a single-label list (use multi_label)")
-            labels = [_parse_label(t.strip(), class_names, num_classes, where) for t in texts if t.strip()]
-            if not labels:
-                raise ValueError(f"{where}: no label in {line!r}")
-            entries.append(ListEntry(parts[0], labels, number))
+    for number, raw in enumerate(lines, start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        where = f"{path}:{number}"
+        parts = line.rsplit(None, 1)
+        if len(parts) != 2:
+            shape = "path l1,l2,..." if multi_label else "path label"
+            raise VideoListError(f"{where}: expected '{shape}', got {line!r}")
+        texts = parts[1].split(",") if multi_label else [parts[1]]
+        if not multi_label and "," in parts[1]:
+            raise VideoListError(f"{where}: several labels {parts[1]!r} in a single-label list (use multi_label)")
+        labels = [_parse_label(t.strip(), class_names, num_classes, where) for t in texts if t.strip()]
+        if not labels:
+            raise VideoListError(f"{where}: no label in {line!r}")
+        entries.append(ListEntry(parts[0], labels, number))
     if not entries:
-        raise ValueError(f"{path}: the list file has no entries")
+        raise VideoListError(f"{path}: the list file has no entries")
     return entries
 
 
@@ -130,17 +159,17 @@ class _ListDataset(Dataset):
 
     def __init__(self, list_file, root, class_names, num_classes, multi_label, on_error, max_skips):
         if on_error not in ON_ERROR:
-            raise ValueError(f"{type(self).__name__}: on_error must be one of {ON_ERROR}, got {on_error!r}")
+            raise ConfigError(f"{type(self).__name__}: on_error must be one of {ON_ERROR}, got {on_error!r}")
         self.list_file = os.fspath(list_file)
         self.root = os.fspath(root) if root is not None else os.path.dirname(os.path.abspath(self.list_file))
         self.class_names = read_class_names(class_names) if class_names else None
         if self.class_names is not None and num_classes is not None and num_classes != len(self.class_names):
-            raise ValueError(f"{type(self).__name__}: num_classes={num_classes} but {class_names} has "
-                             f"{len(self.class_names)} names")
+            raise VideoListError(f"{type(self).__name__}: num_classes={num_classes} but {class_names} has "
+                                 f"{len(self.class_names)} names")
         self.num_classes = num_classes if num_classes is not None else (
             len(self.class_names) if self.class_names is not None else None)
         if multi_label and self.num_classes is None:
-            raise ValueError(f"{type(self).__name__}: a multi-label list needs class_names or num_classes")
+            raise ConfigError(f"{type(self).__name__}: a multi-label list needs class_names or num_classes")
         self.multi_label, self.on_error, self.max_skips = bool(multi_label), on_error, int(max_skips)
         self.entries = self._keep_existing(read_list_file(self.list_file, multi_label, self.class_names,
                                                           self.num_classes))
@@ -161,11 +190,11 @@ class _ListDataset(Dataset):
         shown = "; ".join(f"line {e.line}: {f}" for e, f in missing[:5]) + (" …" if len(missing) > 5 else "")
         message = f"{self.list_file}: {len(missing)} listed file(s) not found ({shown})"
         if self.on_error == "raise":
-            raise FileNotFoundError(message)
+            raise ListFileNotFoundError(message)
         gone = {id(e) for e, _ in missing}
         kept = [e for e in entries if id(e) not in gone]
         if not kept:
-            raise FileNotFoundError(message + "; no entries are left")
+            raise ListFileNotFoundError(message + "; no entries are left")
         warnings.warn(message + "; skipping them", RuntimeWarning, stacklevel=3)
         return kept
 
@@ -297,8 +326,8 @@ class SyntheticVideos(VideoDataset):
     def __init__(self, split: str, sampler: dict, transforms: list = None, labels: str = "motion", num: int = 1200,
                  seed: int = 0, spec: dict = None, root: str = None, workers: int = None, on_error: str = "skip"):
         if split not in ("train", "dev", "test") or labels not in LABEL_SETS:
-            raise ValueError(f"SyntheticVideos: split must be train, dev or test and labels one of {LABEL_SETS}, "
-                             f"got {split!r}, {labels!r}")
+            raise ConfigError(f"SyntheticVideos: split must be train, dev or test and labels one of {LABEL_SETS}, "
+                              f"got {split!r}, {labels!r}")
         folder = ensure_synthetic_set(num, seed, spec_from_config(spec), root, workers)
         super().__init__(os.path.join(folder, f"{labels}_{split}.txt"), sampler, transforms,
                          class_names=os.path.join(folder, f"{labels}_classes.txt"),
@@ -334,12 +363,12 @@ class FrameFeatureDataset(_ListDataset):
                  max_frames: int = None, on_error: str = "skip", max_skips: int = 10, transforms: list = None):
         self.modalities = [str(m) for m in modalities]
         if not self.modalities:
-            raise ValueError("FrameFeatureDataset: modalities must name at least one feature folder")
+            raise ConfigError("FrameFeatureDataset: modalities must name at least one feature folder")
         if mode not in MODES:
-            raise ValueError(f"FrameFeatureDataset: mode must be one of {MODES}, got {mode!r}")
+            raise ConfigError(f"FrameFeatureDataset: mode must be one of {MODES}, got {mode!r}")
         if (num_frames is not None and num_frames < 1) or (max_frames is not None and max_frames < 1):
-            raise ValueError(f"FrameFeatureDataset: num_frames and max_frames must be positive or None, "
-                             f"got {num_frames}, {max_frames}")
+            raise ConfigError(f"FrameFeatureDataset: num_frames and max_frames must be positive or None, "
+                              f"got {num_frames}, {max_frames}")
         self.num_frames, self.mode, self.max_frames = num_frames, mode, max_frames
         self.transform = Compose(transforms)
         super().__init__(list_file, root, class_names, num_classes, multi_label, on_error, max_skips)

@@ -19,10 +19,18 @@ the first to the last frame), the header's rate when there is a single frame.
 Frame folders: the ``.jpg``/``.jpeg`` files of the folder in natural order
 (``img_2`` before ``img_10``); their rate is the ``fps`` argument.
 
+Every way a video can be unreadable ends in one :class:`VideoDecodeError`
+(a :class:`~framework.errors.UserError`) whose message names the file and what
+is wrong: :class:`VideoReader` runs each of its steps inside one translator
+(:func:`_reading`) that turns what PyAV, FFmpeg or the OS raise into it. A
+missing path raises :class:`VideoNotFoundError`, which is both a
+VideoDecodeError and a FileNotFoundError.
+
 PyAV (``av``) and OpenCV (``cv2``) are the ``video`` extra; each is imported
 when first needed, with an error saying how to install it.
 """
 import collections
+import contextlib
 import os
 import re
 import threading
@@ -32,7 +40,7 @@ import numpy
 from vision.data.folder import ImageDataError, read_image
 from framework.errors import UserError
 
-__all__ = ["VideoReader", "VideoDecodeError", "require_av", "FRAME_EXTENSIONS"]
+__all__ = ["VideoReader", "VideoDecodeError", "VideoNotFoundError", "require_av", "FRAME_EXTENSIONS"]
 
 FRAME_EXTENSIONS = (".jpg", ".jpeg")
 _CACHE_SIZE = 4096
@@ -41,7 +49,12 @@ _cache_lock = threading.Lock()
 
 
 class VideoDecodeError(UserError, ValueError):
-    """A video cannot be opened or decoded (empty, truncated, corrupt); the message names the file."""
+    """A video cannot be opened or decoded (empty, truncated, corrupt, no video stream, no frames); the
+    message names the file and what is wrong."""
+
+
+class VideoNotFoundError(VideoDecodeError, FileNotFoundError):
+    """A video path that does not exist."""
 
 
 def require_av():
@@ -51,6 +64,39 @@ def require_av():
     except ImportError:
         raise ImportError("decoding video files needs PyAV: pip install av (or pip install 'oar[video]')") from None
     return av
+
+
+def _source_errors():
+    """What reading a video may raise that is the file's fault, not the program's: PyAV's FFmpeg errors, OS
+    errors (permissions, a file removed meanwhile), an early end, undecodable metadata, unreadable JPEGs."""
+    errors = (OSError, EOFError, UnicodeDecodeError, ImageDataError)
+    try:
+        import av
+    except ImportError:
+        return errors
+    return errors + (av.FFmpegError,)
+
+
+def _reason(exc):
+    """What went wrong, in words, without repeating the file name FFmpeg puts in its messages."""
+    text = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    if "Invalid data" in text:
+        text += " (not a video file FFmpeg can read, or a truncated or corrupt one)"
+    elif "End of file" in text or isinstance(exc, EOFError):
+        text += " (the file ends early: truncated?)"
+    return text
+
+
+@contextlib.contextmanager
+def _reading(path, action):
+    """The one translator of decoding errors: inside it, an error of PyAV/FFmpeg or the OS while ``action``
+    (``"open"``, ``"decode"``, …) on ``path`` becomes a :class:`VideoDecodeError` naming the file and why."""
+    try:
+        yield
+    except VideoDecodeError:
+        raise
+    except _source_errors() as exc:
+        raise VideoDecodeError(f"cannot {action} video {path}: {_reason(exc)}") from exc
 
 
 def _natural_key(name):
@@ -102,13 +148,11 @@ class _VideoFile:
         self._index = _cached(self._key)
 
     def _open(self):
-        try:
-            self.container = self._av.open(self.path, metadata_errors="ignore")
-        except (self._av.FFmpegError, UnicodeDecodeError) as exc:
-            raise VideoDecodeError(f"cannot open video {self.path}: {exc}") from None
+        self.container = self._av.open(self.path, metadata_errors="ignore")
         if not self.container.streams.video:
+            kinds = sorted({stream.type for stream in self.container.streams}) or ["none"]
             self.container.close()
-            raise VideoDecodeError(f"{self.path} has no video stream")
+            raise VideoDecodeError(f"video {self.path} has no video stream (streams: {', '.join(kinds)})")
         self.stream = self.container.streams.video[0]
         self.stream.codec_context.thread_count = self.num_threads
 
@@ -133,14 +177,11 @@ class _VideoFile:
     def _scan_packets(self):
         timestamps, keyframes = [], []
         self._rewind()
-        try:
-            for packet in self.container.demux(self.stream):
-                if packet.size == 0:
-                    continue
-                timestamps.append(packet.pts if packet.pts is not None else packet.dts)
-                keyframes.append(packet.is_keyframe)
-        except (self._av.FFmpegError, OSError) as exc:
-            raise VideoDecodeError(f"cannot read the packets of video {self.path}: {exc}") from None
+        for packet in self.container.demux(self.stream):
+            if packet.size == 0:
+                continue
+            timestamps.append(packet.pts if packet.pts is not None else packet.dts)
+            keyframes.append(packet.is_keyframe)
         if not timestamps:
             raise VideoDecodeError(f"video {self.path} has no video frames")
         if None in timestamps or len(set(timestamps)) != len(timestamps):
@@ -190,10 +231,7 @@ class _VideoFile:
         return self.stream.start_time if self.stream.start_time is not None else 0
 
     def _frames(self):
-        try:
-            yield from self.container.decode(self.stream)
-        except (self._av.FFmpegError, OSError) as exc:
-            raise VideoDecodeError(f"cannot decode video {self.path}: {exc}") from None
+        yield from self.container.decode(self.stream)
 
     def read(self, wanted):
         """{index: (H, W, 3) uint8} for the sorted unique frame indices ``wanted`` (int64 array)."""
@@ -226,10 +264,7 @@ class _VideoFile:
         """(position, frame) pairs decoded from keyframe ``key`` on (from the stream's start if the seek
         lands past ``target``); raises _Unindexable when a frame's timestamp is not in the index."""
         for start in (int(self.index.timestamps[key]), self._start_offset()):
-            try:
-                self.container.seek(start, stream=self.stream, backward=True, any_frame=False)
-            except (self._av.FFmpegError, OSError) as exc:
-                raise VideoDecodeError(f"cannot seek in video {self.path}: {exc}") from None
+            self.container.seek(start, stream=self.stream, backward=True, any_frame=False)
             first = True
             for frame in self._frames():
                 position = self._position(frame)
@@ -280,7 +315,8 @@ class _FrameFolder:
         self.path = path
         names = [n for n in os.listdir(path) if n.lower().endswith(FRAME_EXTENSIONS) and not n.startswith(".")]
         if not names:
-            raise VideoDecodeError(f"frame folder {path} has no {'/'.join(FRAME_EXTENSIONS)} files")
+            raise VideoDecodeError(f"{path} is a folder with no {'/'.join(FRAME_EXTENSIONS)} frames (a video is a "
+                                   "file, or a folder of JPEG frames)")
         self.files = [os.path.join(path, n) for n in sorted(names, key=_natural_key)]
         self.fps = float(fps)
         self._size = None
@@ -299,10 +335,7 @@ class _FrameFolder:
                 "reported_fps": None}
 
     def _read(self, position):
-        try:
-            return read_image(self.files[position])
-        except ImageDataError as exc:
-            raise VideoDecodeError(f"frame folder {self.path}: {exc}") from None
+        return read_image(self.files[position])
 
     def read(self, wanted):
         out = {position: self._read(position) for position in wanted.tolist()}
@@ -331,41 +364,55 @@ class VideoReader:
     ``reader.height``/``reader.width`` the frame size, ``reader.metadata`` a
     dict describing the source. Use it as a context manager (or call
     ``close()``) to release the file. A missing path raises
-    FileNotFoundError; a file that cannot be read, or has no frames, raises
-    :class:`VideoDecodeError` naming it.
+    :class:`VideoNotFoundError`; anything else that cannot be read (an empty,
+    truncated or corrupt file, a file that is no video, one without a video
+    stream or without decodable frames, a folder without JPEG frames) raises
+    :class:`VideoDecodeError` naming it and the reason, from whichever call
+    first meets the problem.
     """
 
     def __init__(self, path, fps=30.0, num_threads=1):
         self.path = os.fspath(path)
-        if os.path.isdir(self.path):
-            self._source = _FrameFolder(self.path, fps)
-        elif os.path.isfile(self.path):
-            self._source = _VideoFile(self.path, num_threads)
-        else:
-            raise FileNotFoundError(f"video not found: {self.path}")
+        with _reading(self.path, "open"):
+            if os.path.isdir(self.path):
+                self._source = _FrameFolder(self.path, fps)
+            elif os.path.isfile(self.path):
+                if os.path.getsize(self.path) == 0:
+                    raise VideoDecodeError(f"video {self.path} is an empty file (0 bytes)")
+                self._source = _VideoFile(self.path, num_threads)
+            elif os.path.exists(self.path):
+                raise VideoDecodeError(f"video {self.path} is neither a file nor a folder of frames")
+            else:
+                raise VideoNotFoundError(f"video not found: {self.path}")
 
     def __len__(self):
-        return len(self._source)
+        with _reading(self.path, "read the frames of"):
+            return len(self._source)
 
     @property
     def fps(self):
         """Frames per second (float)."""
-        return self._source.fps
+        with _reading(self.path, "read the frame rate of"):
+            return self._source.fps
 
     @property
     def height(self):
-        return int(self._source.size[0])
+        with _reading(self.path, "read the frame size of"):
+            return int(self._source.size[0])
 
     @property
     def width(self):
-        return int(self._source.size[1])
+        with _reading(self.path, "read the frame size of"):
+            return int(self._source.size[1])
 
     @property
     def metadata(self):
         """``{"path", "format", "codec", "pix_fmt", "frames", "fps", "height", "width", "duration",
         "reported_frames", "reported_fps"}``; the ``reported_*`` values are what the container states."""
         frames, fps = len(self), self.fps
-        return {"path": self.path, **self._source.metadata(), "frames": frames, "fps": fps,
+        with _reading(self.path, "read the metadata of"):
+            described = self._source.metadata()
+        return {"path": self.path, **described, "frames": frames, "fps": fps,
                 "height": self.height, "width": self.width, "duration": frames / fps if fps else None}
 
     def get_frames(self, indices):
@@ -378,12 +425,14 @@ class VideoReader:
         if bad.size:
             raise IndexError(f"video {self.path}: frame index {int(bad[0])} is out of range (it has {count} frames)")
         wanted = numpy.unique(indices)
-        frames = self._source.read(wanted)
+        with _reading(self.path, "decode"):
+            frames = self._source.read(wanted)
         return numpy.stack([frames[i] for i in indices.tolist()])
 
     def close(self):
         """Release the file."""
-        self._source.close()
+        with _reading(self.path, "close"):
+            self._source.close()
 
     def __enter__(self):
         return self

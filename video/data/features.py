@@ -19,11 +19,13 @@ import warnings
 import numpy
 
 import framework
+from framework.progress import progress_bar
 from vision.data.transforms import Compose
 
 from .decode import VideoDecodeError, VideoReader
 from .sampling import uniform_indices
 from framework.errors import UserError
+from framework.serialization import atomic_write
 
 __all__ = ["FeatureFileError", "dequantize", "load_features", "save_features", "FeatureExtractor",
            "extract_features", "feature_transforms"]
@@ -65,14 +67,8 @@ def save_features(path, features):
     if features.ndim != 2:
         raise ValueError(f"save_features: expected (frames, dim), got shape {features.shape}")
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    temporary = f"{path}.{os.getpid()}.part"
-    try:
-        with open(temporary, "wb") as f:
-            numpy.save(f, features, allow_pickle=False)
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+    with atomic_write(path, "wb") as f:
+        numpy.save(f, features, allow_pickle=False)
 
 
 def feature_transforms(size=224, resize=None):
@@ -118,10 +114,8 @@ def _feature_name(list_path):
 
 
 def _write_list(path, lines):
-    temporary = f"{path}.{os.getpid()}.part"
-    with open(temporary, "w", encoding="utf-8") as f:
+    with atomic_write(path) as f:
         f.write("".join(line + "\n" for line in lines))
-    os.replace(temporary, path)
 
 
 def extract_features(entries, root, out, extractor, num_frames=None, modality="rgb", list_name="features.txt",
@@ -138,40 +132,58 @@ def extract_features(entries, root, out, extractor, num_frames=None, modality="r
         list_name: file name of the feature list written in ``out``.
         on_error: "skip" (warn and leave the video out of the list) or "raise"
             for videos that cannot be decoded.
-        progress: optional ``progress(done, total)`` callable.
+        progress: None or False shows nothing; True, or a description such as
+            ``"train videos"``, shows a progress bar on stderr
+            (:func:`framework.progress.progress_bar`, hidden when stderr is not
+            a terminal); a callable is called as ``progress(done, total)``
+            after each video.
 
     Returns ``{"videos", "extracted", "existing", "failed", "seconds", "list_file"}``.
     """
     start = time.perf_counter()
     counts = {"extracted": 0, "existing": 0}
     failed, lines = [], []
-    for done, entry in enumerate(entries, start=1):
-        name = _feature_name(entry.path)
-        target = os.path.join(out, modality, name + ".npy")
-        labels = ",".join(str(label) for label in entry.labels)
-        if os.path.exists(target):
-            counts["existing"] += 1
-            lines.append(f"{name} {labels}")
-        else:
-            source = entry.path if os.path.isabs(entry.path) else os.path.join(root, entry.path)
-            try:
-                with VideoReader(source) as reader:
-                    indices = (numpy.arange(len(reader)) if num_frames is None
-                               else uniform_indices(len(reader), num_frames)[0])
-                    frames = reader.get_frames(indices)
-            except (VideoDecodeError, OSError) as exc:
-                if on_error == "raise":
-                    raise type(exc)(f"line {entry.line}: {exc}") from exc
-                warnings.warn(f"line {entry.line}: skipping {source}: {exc}", RuntimeWarning, stacklevel=2)
-                failed.append(entry.path)
-            else:
-                save_features(target, extractor(frames))
-                counts["extracted"] += 1
-                lines.append(f"{name} {labels}")
-        if progress is not None:
-            progress(done, len(entries))
+    bar = None
+    if progress is True or isinstance(progress, str):
+        bar = progress_bar(total=len(entries), desc=progress if isinstance(progress, str) else "videos",
+                           unit="video")
+    try:
+        for done, entry in enumerate(entries, start=1):
+            _extract_one(entry, root, out, extractor, num_frames, modality, on_error, counts, failed, lines)
+            if bar is not None:
+                bar.update(1)
+            elif callable(progress):
+                progress(done, len(entries))
+    finally:
+        if bar is not None:
+            bar.close()
     list_file = os.path.join(out, list_name)
     os.makedirs(out, exist_ok=True)
     _write_list(list_file, lines)
     return {"videos": len(entries), **counts, "failed": failed, "seconds": round(time.perf_counter() - start, 2),
             "list_file": list_file}
+
+
+def _extract_one(entry, root, out, extractor, num_frames, modality, on_error, counts, failed, lines):
+    """Extract (or find) the features of one list entry, counting it and adding its feature-list line."""
+    name = _feature_name(entry.path)
+    target = os.path.join(out, modality, name + ".npy")
+    labels = ",".join(str(label) for label in entry.labels)
+    if os.path.exists(target):
+        counts["existing"] += 1
+        lines.append(f"{name} {labels}")
+        return
+    source = entry.path if os.path.isabs(entry.path) else os.path.join(root, entry.path)
+    try:
+        with VideoReader(source) as reader:
+            indices = numpy.arange(len(reader)) if num_frames is None else uniform_indices(len(reader), num_frames)[0]
+            frames = reader.get_frames(indices)
+    except (VideoDecodeError, OSError) as exc:
+        if on_error == "raise":
+            raise type(exc)(f"line {entry.line}: {exc}") from exc
+        warnings.warn(f"line {entry.line}: skipping {source}: {exc}", RuntimeWarning, stacklevel=3)
+        failed.append(entry.path)
+        return
+    save_features(target, extractor(frames))
+    counts["extracted"] += 1
+    lines.append(f"{name} {labels}")

@@ -1,13 +1,83 @@
-"""Helpers shared by the video tasks: readable top-k results and the time-reversal pair scores.
+"""Helpers shared by the video tasks: ``predict(paths, top_k=None)``, readable top-k results and the
+time-reversal pair scores.
 
+- :class:`RankedPrediction`: the ``predict(paths, top_k=None)`` of both video tasks.
+- :func:`check_top_k`, :func:`video_paths`: the checks of what a user passes to ``predict``.
 - :func:`topk_result`: one ``{"topk": [[name, prob], …]}`` dict, best first.
+- :func:`resolve_label_groups`, :func:`grouped_topk_result`: the same per group of classes (e.g. the motions and the
+  shapes of a multi-label set), ``{"topk": […], "<group>_topk": […], …}``.
 - :func:`collapse_pairs`, :func:`pair_collapsed_accuracy`, :func:`per_pair_accuracy`:
   accuracy when a prediction only has to name the right pair of classes that
   are each other's time reverse (what a model blind to frame order can reach).
 """
+import numbers
+import os
+
 import numpy
 
-__all__ = ["topk_result", "collapse_pairs", "pair_collapsed_accuracy", "per_pair_accuracy"]
+from framework.config import ConfigError
+from framework.engine.task import to_tensors
+from framework.errors import InputError
+from framework.tensor import no_grad
+
+__all__ = ["RankedPrediction", "check_top_k", "video_paths", "topk_result", "resolve_label_groups",
+           "grouped_topk_result", "collapse_pairs", "pair_collapsed_accuracy", "per_pair_accuracy"]
+
+
+def check_top_k(top_k, who, error=InputError):
+    """``top_k`` as an int >= 1, or None; anything else (0, -1, 2.5, "3", True) raises ``error`` naming ``who``."""
+    if top_k is None:
+        return None
+    if isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral) or top_k < 1:
+        raise error(f"{who}: top_k must be an integer >= 1 or None, got {top_k!r}")
+    return int(top_k)
+
+
+def video_paths(inputs, who):
+    """The inputs of a video task's ``predict`` as path strings; an input that is not a path (str or
+    os.PathLike) raises InputError naming its position. Whether the file can be read is the decoder's to say."""
+    paths = []
+    for i, path in enumerate(inputs):
+        if not isinstance(path, (str, os.PathLike)):
+            raise InputError(f"{who}: input {i} must be a video path, got {type(path).__name__}")
+        paths.append(os.fspath(path))
+    return paths
+
+
+class RankedPrediction:
+    """``predict(inputs, top_k=None)`` for a Task whose results rank classes (mixed in before ``Task``).
+
+    The task sets ``self.top_k`` (its default: None lists every class) and implements
+    ``postprocess(outputs, top_k)``. A batch dict gives the model outputs, as ``Task.predict`` does.
+    """
+
+    top_k = None
+
+    def predict(self, inputs, top_k=None):
+        """A batch dict -> model outputs; a list of video paths -> one result dict per video, best first.
+
+        ``top_k``: classes listed (per list); None takes the task's default, else an integer >= 1 (more than
+        the classes lists them all). Anything else raises :class:`~framework.errors.InputError`.
+        """
+        if isinstance(inputs, dict):
+            return self.predict_batch(inputs)
+        top_k = check_top_k(top_k, f"{type(self).__name__}.predict")
+        if isinstance(inputs, (str, bytes, os.PathLike)) or not hasattr(inputs, "__iter__"):
+            raise TypeError(f"{type(self).__name__}.predict takes a list of inputs, got {type(inputs).__name__}")
+        return self.predict_raw(inputs, self.device, top_k)
+
+    def predict_raw(self, inputs, device=None, top_k=None):
+        """Raw inputs (a list) -> a list of result dicts with ``top_k`` classes (None: the task's default)."""
+        inputs = list(inputs)
+        if not inputs:
+            return []
+        self.model.eval()
+        with no_grad():
+            outputs = self.predict_batch(to_tensors(self.preprocess(inputs), device))
+        return self.postprocess(outputs, top_k)
+
+    def _top_k(self, top_k):
+        return self.top_k if top_k is None else check_top_k(top_k, f"{type(self).__name__}.postprocess")
 
 
 def topk_result(probs, class_names=None, top_k=None):
@@ -22,6 +92,60 @@ def topk_result(probs, class_names=None, top_k=None):
     count = len(probs) if top_k is None else max(1, min(int(top_k), len(probs)))
     order = numpy.argsort(-probs, kind="stable")[:count]
     return {"topk": [[class_names[c] if class_names is not None else int(c), float(probs[c])] for c in order]}
+
+
+def resolve_label_groups(groups, class_names, who):
+    """The task option ``label_groups`` checked against the class names: ``{group: [class ids]}`` in the
+    option's order.
+
+    ``groups`` maps a group name to its classes, each a class name or id, e.g. ``{motion: [move_left, …],
+    shape: [12, 13, …]}``; None or empty gives no groups. A name that is not a class, an id out of range, a
+    class listed twice in a group, an empty group or a group name that is not a plain word raises
+    :class:`~framework.config.ConfigError`.
+    """
+    if not groups:
+        return {}
+    if not isinstance(groups, dict):
+        raise ConfigError(f"{who}: label_groups must map group names to lists of classes, got {groups!r}")
+    if class_names is None:
+        raise ConfigError(f"{who}: label_groups needs class_names")
+    resolved = {}
+    for group, members in groups.items():
+        if not isinstance(group, str) or not group.isidentifier():
+            raise ConfigError(f"{who}: label_groups: a group name must be a plain word (letters, digits, _), "
+                              f"got {group!r}")
+        if not isinstance(members, (list, tuple)) or not members:
+            raise ConfigError(f"{who}: label_groups.{group} must be a non-empty list of class names or ids, "
+                              f"got {members!r}")
+        ids = []
+        for member in members:
+            if isinstance(member, str) and member in class_names:
+                ids.append(class_names.index(member))
+            elif isinstance(member, numbers.Integral) and not isinstance(member, bool) \
+                    and 0 <= member < len(class_names):
+                ids.append(int(member))
+            else:
+                raise ConfigError(f"{who}: label_groups.{group}: {member!r} is neither a class name nor a class id "
+                                  f"in [0, {len(class_names)})")
+        if len(set(ids)) != len(ids):
+            raise ConfigError(f"{who}: label_groups.{group} lists a class twice: {members}")
+        resolved[group] = ids
+    return resolved
+
+
+def grouped_topk_result(probs, class_names, top_k=None, groups=None):
+    """``{"topk": [...], "<group>_topk": [...], ...}`` for one video: :func:`topk_result` over all classes,
+    then over each group's classes alone (``groups``: ``{group: [class ids]}`` from :func:`resolve_label_groups`).
+
+    ``top_k`` applies to every list (a group lists at most its own classes). Probabilities are the model's,
+    not renormalised within a group.
+    """
+    probs = numpy.asarray(probs, dtype=numpy.float64).reshape(-1)
+    result = topk_result(probs, class_names, top_k)
+    for group, ids in (groups or {}).items():
+        names = list(ids) if class_names is None else [class_names[i] for i in ids]
+        result[f"{group}_topk"] = topk_result(probs[ids], names, top_k)["topk"]
+    return result
 
 
 def collapse_pairs(ids, pairs):

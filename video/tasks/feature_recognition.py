@@ -11,15 +11,21 @@ For raw inputs (video file paths) the task extracts the features itself with
 its image ``backbone`` (built with ``num_classes=0``, loaded from
 ``backbone_weights``), over ``num_frames`` evenly spread frames through
 :func:`video.data.features.feature_transforms` (``frame_size``) — the same
-pipeline as ``tools/extract_features.py`` — so ``predict([path.mp4])`` returns
-``{"topk": [[class name, probability], ...]}`` for the ``top_k`` best classes
-(all classes when None), best first.
+pipeline as ``tools/extract_features.py`` — so ``predict([path.mp4], top_k=None)``
+returns ``{"topk": [[class name, probability], ...]}`` for the ``top_k`` best
+classes (None: the task's ``top_k``; all classes when that is None too), best
+first. With ``label_groups`` (e.g. ``{motion: [...], shape: [...]}`` for a
+label set of motions and shapes) each result also ranks every group's classes
+alone: ``{"topk": [...], "motion_topk": [...], "shape_topk": [...]}``, each
+list holding at most ``top_k`` of its group's classes; probabilities are the
+sigmoid outputs, the same numbers in every list.
 """
 import os
 
 import numpy
 
 import framework.nn.functional as F
+from framework.config import ConfigError
 from framework.engine import Task
 from framework.engine.metrics import Metric, to_numpy
 from framework.io import SequenceCollator
@@ -30,7 +36,7 @@ from ..data.decode import VideoReader
 from ..data.features import FeatureExtractor, feature_transforms
 from ..data.sampling import uniform_indices
 from ..metrics import YouTube8MMetrics
-from .common import topk_result
+from .common import RankedPrediction, check_top_k, grouped_topk_result, resolve_label_groups, video_paths
 
 __all__ = ["FeatureRecognition", "LabelGroupAccuracy", "resolve_path"]
 
@@ -80,7 +86,7 @@ class LabelGroupAccuracy(Metric):
 
 
 @TASKS.register()
-class FeatureRecognition(Task):
+class FeatureRecognition(RankedPrediction, Task):
     """Multi-label classification of frame-feature sequences (see the module docstring).
 
     Args:
@@ -92,20 +98,24 @@ class FeatureRecognition(Task):
         backbone_weights: its weights file (a path relative to the repository root is accepted).
         frame_size: crop size of the frames given to the backbone.
         num_frames: frames per video given to the backbone (evenly spread); None takes all.
-        top_k: classes per prediction (None: all).
+        top_k: classes per prediction list (None: all).
+        label_groups: groups of classes ranked on their own in predictions, ``{group: [class name or id,
+            ...]}`` (e.g. ``{motion: [move_left, ...], shape: [circle, ...]}``); result key ``<group>_topk``.
         gap_top_k: the top-k of GAP.
     """
 
     def __init__(self, model, class_names=None, modalities: list = ("rgb",), backbone: dict = None,
                  backbone_weights: str = None, frame_size: int = 224, num_frames: int = None, top_k: int = None,
-                 gap_top_k: int = 20, metrics=None):
+                 label_groups: dict = None, gap_top_k: int = 20, metrics=None):
         self.model = model
         self.modalities = [str(m) for m in modalities]
         if isinstance(class_names, str):
             class_names = read_class_names(resolve_path(class_names))
-        self.class_names = list(class_names) if class_names is not None else None
+        self.class_names = [str(c) for c in class_names] if class_names is not None else None
+        self.label_groups = resolve_label_groups(label_groups, self.class_names, "FeatureRecognition")
         self.backbone_cfg, self.backbone_weights = backbone, backbone_weights
-        self.frame_size, self.num_frames, self.top_k, self.gap_top_k = int(frame_size), num_frames, top_k, gap_top_k
+        self.top_k = check_top_k(top_k, "FeatureRecognition", ConfigError)
+        self.frame_size, self.num_frames, self.gap_top_k = int(frame_size), num_frames, gap_top_k
         self.collate_fn = SequenceCollator(self.modalities)
         self._metrics, self._extractor = metrics, None
 
@@ -130,7 +140,7 @@ class FeatureRecognition(Task):
         """The :class:`~video.data.features.FeatureExtractor` of ``backbone`` (built on first use)."""
         if self._extractor is None:
             if self.backbone_cfg is None or len(self.modalities) != 1:
-                raise ValueError("FeatureRecognition: predicting on videos needs `backbone` (and its weights) "
+                raise ConfigError("FeatureRecognition: predicting on videos needs `backbone` (and its weights) "
                                  f"and exactly one modality, got backbone={self.backbone_cfg}, "
                                  f"modalities={self.modalities}")
             from vision.models.weights import load_pretrained
@@ -153,13 +163,16 @@ class FeatureRecognition(Task):
     def preprocess(self, inputs):
         """Video paths -> a padded feature batch ``{modality: (N, T, D), modality_lengths: (N,)}``."""
         if self.class_names is None:
-            raise ValueError("FeatureRecognition: set class_names to predict on videos")
-        return self.collate_fn([{self.modalities[0]: self.features_of(path)} for path in inputs])
+            raise ConfigError("FeatureRecognition: set class_names to predict on videos")
+        paths = video_paths(inputs, "FeatureRecognition")
+        return self.collate_fn([{self.modalities[0]: self.features_of(path)} for path in paths])
 
-    def postprocess(self, outputs):
-        """``{"topk": [[name, prob], ...]}`` per video, best first (``top_k`` classes, all when None)."""
+    def postprocess(self, outputs, top_k=None):
+        """``{"topk": [[name, prob], ...], "<group>_topk": [...], ...}`` per video, best first, ``top_k``
+        classes per list (None: the task's ``top_k``; all when that is None)."""
         probs = to_numpy(outputs["prob"])
         if probs.shape[1] != len(self.class_names):
-            raise ValueError(f"FeatureRecognition: the model gives {probs.shape[1]} classes but class_names has "
-                             f"{len(self.class_names)}")
-        return [topk_result(row, self.class_names, self.top_k) for row in probs]
+            raise ConfigError(f"FeatureRecognition: the model gives {probs.shape[1]} classes but class_names has "
+                              f"{len(self.class_names)}")
+        top_k = self._top_k(top_k)
+        return [grouped_topk_result(row, self.class_names, top_k, self.label_groups) for row in probs]

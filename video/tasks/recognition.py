@@ -4,20 +4,22 @@ import os
 import numpy
 
 import framework.nn.functional as F
+from framework.config import ConfigError
 from framework.engine import Task
+from framework.engine.task import copy_asset
 from framework.engine.metrics import Accuracy
 from framework.registry import TASKS
 from vision.metrics import TopKAccuracy
 
 from ..data.datasets import ClipLoader, read_class_names
 from ..metrics import MeanClassAccuracy
-from .common import topk_result
+from .common import RankedPrediction, check_top_k, topk_result, video_paths
 
 __all__ = ["VideoRecognition"]
 
 
 @TASKS.register()
-class VideoRecognition(Task):
+class VideoRecognition(RankedPrediction, Task):
     """Classify videos with a model mapping clips (B, T, C, H, W) to scores (B, K); softmax cross entropy.
 
     Batches: ``{"imgs": (B, N, T, C, H, W) float32, "label": (B,) int64}`` with
@@ -26,10 +28,12 @@ class VideoRecognition(Task):
     the N views' scores before the loss (N is 1 in training), prediction
     averages their softmax probabilities (multi-view testing).
 
-    Raw inputs (``predict``): video file paths, decoded and sampled by
-    ``sampler`` / ``transforms`` (the test pipeline, as in a dataset config).
-    Each result: ``{"topk": [[class name, probability], …]}``, best first,
-    ``top_k`` classes (all when None).
+    Raw inputs (``predict(paths, top_k=None)``): video file paths, decoded and
+    sampled by ``sampler`` / ``transforms`` (the test pipeline, as in a dataset
+    config). Each result: ``{"topk": [[class name, probability], …]}``, best
+    first, ``top_k`` classes (None: the task's ``top_k``; all when that is None
+    too). A path that cannot be read raises
+    :class:`~video.data.decode.VideoDecodeError` naming it.
 
     Args:
         model: the video model.
@@ -46,17 +50,17 @@ class VideoRecognition(Task):
         self._metrics = metrics
         self._class_names = class_names if isinstance(class_names, str) or class_names is None else \
             [str(c) for c in class_names]
+        self._class_names_file = class_names if isinstance(class_names, str) else None   # for save_assets
         if not isinstance(self._class_names, str):
             self._check_names(self._class_names)
-        if top_k is not None and top_k < 1:
-            raise ValueError(f"VideoRecognition: top_k must be at least 1 or None, got {top_k}")
-        self.top_k, self.label_smoothing = top_k, float(label_smoothing)
+        self.top_k = check_top_k(top_k, "VideoRecognition", ConfigError)
+        self.label_smoothing = float(label_smoothing)
         self.loader = ClipLoader(sampler, transforms) if sampler is not None else None
 
     def _check_names(self, names):
         num_classes = getattr(self.model, "num_classes", None)
         if names is not None and num_classes and len(names) != num_classes:
-            raise ValueError(f"VideoRecognition: {len(names)} class_names for a model with {num_classes} classes")
+            raise ConfigError(f"VideoRecognition: {len(names)} class_names for a model with {num_classes} classes")
 
     @property
     def class_names(self):
@@ -66,6 +70,13 @@ class VideoRecognition(Task):
             self._check_names(names)
             self._class_names = names
         return self._class_names
+
+    def save_assets(self, directory):
+        """A class-names file the task reads, copied as ``class_names.txt`` (``task.class_names``); names
+        listed in the config need no file."""
+        if self._class_names_file is None or not os.path.isfile(self._class_names_file):
+            return {}
+        return {"task.class_names": copy_asset(self._class_names_file, directory, "class_names.txt")}
 
     def scores(self, imgs):
         """Views (B, N, T, C, H, W) -> scores (B, N, K), one row per view."""
@@ -91,26 +102,12 @@ class VideoRecognition(Task):
     def preprocess(self, inputs):
         """Video paths -> ``{"imgs": (B, N, T, C, H, W) float32}`` through the task's test pipeline."""
         if self.loader is None:
-            raise ValueError("VideoRecognition: predicting on video files needs the task's sampler and transforms")
-        clips = []
-        for i, path in enumerate(inputs):
-            if not isinstance(path, (str, os.PathLike)):
-                raise ValueError(f"VideoRecognition: input {i} must be a video path, got {type(path).__name__}")
-            if not os.path.exists(path):
-                raise FileNotFoundError(f"VideoRecognition: input {i}: video not found: {path}")
-            clips.append(self.loader(os.fspath(path), rng=numpy.random.default_rng(0))["imgs"])
-        return {"imgs": numpy.stack(clips)}
+            raise ConfigError("VideoRecognition: predicting on video files needs the task's sampler and transforms")
+        paths = video_paths(inputs, "VideoRecognition")
+        return {"imgs": numpy.stack([self.loader(path, rng=numpy.random.default_rng(0))["imgs"] for path in paths])}
 
-    def postprocess(self, outputs):
-        """``{"prob": (B, K)}`` -> one ``{"topk": [[name, prob], …]}`` per video."""
-        return [topk_result(row, self.class_names, self.top_k) for row in outputs["prob"].numpy()]
-
-    def predict(self, inputs, top_k=None):
-        """A batch -> outputs; a list of video paths -> results, with ``top_k`` classes each (default: the task's)."""
-        if top_k is None or isinstance(inputs, dict):
-            return super().predict(inputs)
-        saved, self.top_k = self.top_k, int(top_k)
-        try:
-            return super().predict(inputs)
-        finally:
-            self.top_k = saved
+    def postprocess(self, outputs, top_k=None):
+        """``{"prob": (B, K)}`` -> one ``{"topk": [[name, prob], …]}`` per video, ``top_k`` classes (None: the
+        task's ``top_k``; all when that is None)."""
+        top_k = self._top_k(top_k)
+        return [topk_result(row, self.class_names, top_k) for row in outputs["prob"].numpy()]
