@@ -28,6 +28,7 @@ import re
 
 import yaml
 from .errors import UserError
+from .serialization import atomic_write
 
 __all__ = ["ConfigError", "SOURCE_KEY", "load_config", "merge", "parse_overrides", "apply_overrides",
            "resolve_references", "dump_config", "check_keys", "check_type", "signature_keys", "location"]
@@ -214,10 +215,8 @@ def dump_config(cfg, path):
     data = {k: v for k, v in cfg.items() if k != SOURCE_KEY}
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
+    with atomic_write(path) as f:
         yaml.safe_dump(data, f, sort_keys=False, allow_unicode=True)
-    os.replace(tmp, path)
 
 
 def location(cfg, section):

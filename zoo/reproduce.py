@@ -29,6 +29,7 @@ import time
 from framework.config import load_config
 from framework.engine import runner
 from framework.engine.checkpoint import export_weights
+from framework.serialization import atomic_write
 
 from .catalog import CATALOG_PATH, ROOT, CatalogError, cards, write_card
 
@@ -65,9 +66,8 @@ def update_results(name, row_text, path=RESULTS_PATH):
     else:
         text = text.rstrip() + "\n\n" + block + "\n"
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
+    with atomic_write(path) as f:
         f.write(text)
-    os.replace(path + ".tmp", path)
 
 
 def train_and_measure(entry, options, extra_overrides=()):

@@ -4,6 +4,11 @@ A checkpoint is ``framework.save`` of a dict with ``model`` (state dict),
 ``optimizer``, ``scheduler`` (when any), ``rng`` (framework generator state),
 ``loader`` (sampler position), ``trainer`` (epoch, step, best metric …) and
 ``config`` (the resolved config as JSON text).
+
+A write killed midway leaves the previous checkpoint intact and only a
+temporary ``.last.npz.<random>.tmp`` beside it; the Trainer removes such stale
+temporaries when a run starts (:func:`framework.serialization.remove_stale_temporaries`,
+which never touches one that a live process is writing).
 """
 import json
 import os

@@ -22,6 +22,7 @@ from .. import backend, distributed
 from .. import random as fw_random
 from ..tensor import no_grad
 from .checkpoint import save_checkpoint, load_checkpoint, restore_model, CheckpointError
+from ..serialization import remove_stale_temporaries
 from .task import to_tensors, batch_size_of
 from ..errors import UserError
 
@@ -241,6 +242,8 @@ class Trainer:
     def fit(self):
         """Train until the epoch/step budget or an early stop; returns a summary dict."""
         model, state = self.task.model, self.state
+        if self.output_dir and self.rank == 0:
+            remove_stale_temporaries(self.output_dir)    # left by checkpoint writes of a killed run
         epochs = self.epochs if self.epochs is not None else math.ceil(self.max_steps / len(self.train_loader))
         stopped_early = False
         while state["epoch"] < epochs and not self._budget_done():

@@ -71,6 +71,7 @@ import numpy
 from framework.fetch import oar_home
 from framework.io import Dataset
 from framework.registry import DATASETS
+from framework.serialization import atomic_write
 
 from .peoples_daily import SPLITS, read_sentences
 from .synonyms import load_synonym_table
@@ -611,15 +612,8 @@ def _write_rows(path, rows):
         raise ValueError(f"cannot write {bad[:40]!r} to {path}: a text holds a tab or line break")
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".part")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.writelines("\t".join(map(str, row)) + "\n" for row in rows)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    with atomic_write(path, newline="\n") as f:
+        f.writelines("\t".join(map(str, row)) + "\n" for row in rows)
 
 
 def write_pair_file(path, pairs):

@@ -17,10 +17,10 @@ SentencePiece model, cached LAC words) in ``folder`` so the next run reuses it;
 """
 import json
 import os
-import tempfile
 
 from framework.fetch import sha256_of
 from framework.registry import Registry
+from framework.serialization import atomic_write
 
 from .text import TextFormatError, full_to_half
 
@@ -214,24 +214,16 @@ def _train_sentencepiece(texts, path, vocab_size, model_type, character_coverage
     spm = _sentencepiece()
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder) as tmp:
-        prefix = os.path.join(tmp, "spm")
-        spm.SentencePieceTrainer.train(sentence_iterator=iter([t for t in texts if t.strip()]), model_prefix=prefix,
+    with atomic_write(path, "wb") as f:
+        spm.SentencePieceTrainer.train(sentence_iterator=iter([t for t in texts if t.strip()]), model_writer=f,
                                        vocab_size=vocab_size, model_type=model_type,
                                        character_coverage=character_coverage, hard_vocab_limit=False,
                                        shuffle_input_sentence=False, num_threads=1, minloglevel=2)
-        os.replace(prefix + ".model", path)
 
 
 def _write_text(path, text):
     """Write ``text`` to ``path`` as UTF-8 through a temporary file in the same folder."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".part")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    with atomic_write(path) as f:
+        f.write(text)

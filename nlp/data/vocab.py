@@ -9,11 +9,11 @@ order. Files are read as text only (never unpickled); a malformed file raises
 import collections
 import itertools
 import os
-import tempfile
 from collections.abc import Mapping
 
 import numpy
 
+from framework.serialization import atomic_write
 from .text import TextFormatError, check_unique_lines, read_utf8_lines
 
 __all__ = ["Vocab", "TagSet"]
@@ -232,11 +232,5 @@ def _write_lines(path, lines):
         raise ValueError(f"cannot write {bad!r} to {path}: it holds a line break")
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".part")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write("\n".join(lines) + "\n")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    with atomic_write(path, newline="\n") as f:
+        f.write("\n".join(lines) + "\n")

@@ -11,17 +11,20 @@ rules (:mod:`nlp.lac.tables`).
 The converted weights (float32) and tables are cached under
 ``$OAR_HOME/converted/lac-2.1.2/`` as ``weights.npz`` and ``tables.json``, each
 stamped with the sha256 of the source files; a later load that finds the same
-stamp skips the conversion, any other stamp converts again.
+stamp skips the conversion, any other stamp converts again. Processes that
+start together on a cold cache download, extract and convert once: each step
+runs under a file lock (:func:`framework.fetch.file_lock`) and the later ones
+find its finished files.
 """
 import functools
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 
 from framework import fetch as fw_fetch
 from framework import load as fw_load, save as fw_save
+from framework.serialization import atomic_write
 from framework.paddle_format import load_paddle_params
 from nlp.data.sources import LAC, LAC_MODEL_DIR
 from nlp.data.text import full_to_half
@@ -147,14 +150,8 @@ def _read_cache(cache_dir, digest):
 def _write_cache(cache_dir, digest, state, tables):
     os.makedirs(cache_dir, exist_ok=True)
     fw_save({"source_sha256": digest, "state": state}, os.path.join(cache_dir, "weights.npz"))
-    fd, tmp = tempfile.mkstemp(dir=cache_dir, suffix=".part")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump({"format": CACHE_FORMAT, "source_sha256": digest, **tables.to_json()}, f, ensure_ascii=False)
-        os.replace(tmp, os.path.join(cache_dir, "tables.json"))
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    with atomic_write(os.path.join(cache_dir, "tables.json")) as f:
+        json.dump({"format": CACHE_FORMAT, "source_sha256": digest, **tables.to_json()}, f, ensure_ascii=False)
 
 
 def _official_state_and_tables(model_dir=None, cache_dir=None, use_cache=True):
@@ -166,8 +163,11 @@ def _official_state_and_tables(model_dir=None, cache_dir=None, use_cache=True):
     digest = source_digest(model_dir)
     cached = _read_cache(cache_dir, digest)
     if cached is None:
-        cached = convert_official(model_dir)
-        _write_cache(cache_dir, digest, *cached)
+        with fw_fetch.file_lock(cache_dir, "oar: waiting for another process converting the official LAC model"):
+            cached = _read_cache(cache_dir, digest)      # another process may have converted it meanwhile
+            if cached is None:
+                cached = convert_official(model_dir)
+                _write_cache(cache_dir, digest, *cached)
     return cached
 
 

@@ -3,6 +3,10 @@ quirks (checked against LAC's own segment.py), edge cases, tables and the conver
 import json
 import os
 import random
+import subprocess
+import sys
+import textwrap
+import time
 
 import numpy
 import pytest
@@ -206,6 +210,35 @@ def test_conversion_cache(tmp_path, monkeypatch):
     monkeypatch.setattr(official, "source_digest", lambda model_dir: "0" * 64)
     with pytest.raises(AssertionError, match="cache should have been used"):
         load_official(cache_dir=str(cache))
+
+
+def test_concurrent_first_loads_convert_once(tmp_path):
+    model_dir, cache, go = official_model_dir(), tmp_path / "cache", tmp_path / "go"
+    script = textwrap.dedent(f"""
+        import hashlib, json, os, time
+        from nlp.lac import official
+        convert = official.convert_official
+        converted = []
+        official.convert_official = lambda model_dir: converted.append(1) or convert(model_dir)
+        while not os.path.exists({str(go)!r}):
+            time.sleep(0.005)
+        model, pre, tags = official.load_official({model_dir!r}, cache_dir={str(cache)!r})
+        crf = model.state_dict()["crf.transition"].numpy()
+        print(json.dumps({{"converted": len(converted), "tags": len(tags), "vocabulary": len(pre.word2id),
+                           "crf": hashlib.sha256(crf.tobytes()).hexdigest()}}))
+    """)
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    workers = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, cwd=root) for _ in range(3)]
+    time.sleep(2.0)                                  # let every worker import and wait at the start line
+    go.write_text("")
+    results = [worker.communicate(timeout=300) for worker in workers]
+    assert [w.returncode for w in workers] == [0, 0, 0], [err[-2000:] for _, err in results]
+    reports = [json.loads(out) for out, _ in results]
+    assert sorted(r["converted"] for r in reports) == [0, 0, 1]          # one converted, the others waited
+    assert len({(r["tags"], r["vocabulary"], r["crf"]) for r in reports}) == 1
+    assert reports[0]["tags"] == 49 and reports[0]["vocabulary"] == 58224
+    assert sorted(os.listdir(cache)) == ["tables.json", "weights.npz"]   # no temporaries left
 
 
 def test_text_over_ten_thousand_characters(task, sample):

@@ -11,6 +11,8 @@ import os
 
 import numpy
 
+from framework.serialization import atomic_path
+
 from vision.data.transforms import require_cv2
 
 from .decode import require_av
@@ -48,10 +50,9 @@ rate control, whose output varies from run to run). Returns ``path``.
     height, width = frames.shape[1:3]
     if height % 2 or width % 2:
         raise ValueError(f"write_video: {path}: width and height must be even for yuv420p, got {width}x{height}")
-    temporary = os.path.join(os.path.dirname(path) or ".", f".{os.path.basename(path)}.{os.getpid()}.part")
     options = {"mpeg4": {"qscale": "3"}, "libvpx-vp9": {"crf": str(crf), "b": "0"},
                "libx264": {"crf": str(crf), "x264-params": "mbtree=0"}}.get(codec, {})
-    try:
+    with atomic_path(path, durable=False) as temporary:     # no fsync: generators write thousands of clips
         with av.open(temporary, "w", format=extension.lstrip(".") if extension != ".mkv" else "matroska") as out:
             rate = fractions.Fraction(fps).limit_denominator(1001)
             stream = out.add_stream(codec, rate=rate)
@@ -64,10 +65,6 @@ rate control, whose output varies from run to run). Returns ``path``.
                 picture.pts, picture.time_base = number, 1 / rate
                 out.mux(stream.encode(picture))
             out.mux(stream.encode())
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
     return path
 
 
