@@ -19,6 +19,7 @@ import warnings
 import numpy
 
 import framework
+from framework.progress import progress_bar
 from vision.data.transforms import Compose
 
 from .decode import VideoDecodeError, VideoReader
@@ -131,40 +132,58 @@ def extract_features(entries, root, out, extractor, num_frames=None, modality="r
         list_name: file name of the feature list written in ``out``.
         on_error: "skip" (warn and leave the video out of the list) or "raise"
             for videos that cannot be decoded.
-        progress: optional ``progress(done, total)`` callable.
+        progress: None or False shows nothing; True, or a description such as
+            ``"train videos"``, shows a progress bar on stderr
+            (:func:`framework.progress.progress_bar`, hidden when stderr is not
+            a terminal); a callable is called as ``progress(done, total)``
+            after each video.
 
     Returns ``{"videos", "extracted", "existing", "failed", "seconds", "list_file"}``.
     """
     start = time.perf_counter()
     counts = {"extracted": 0, "existing": 0}
     failed, lines = [], []
-    for done, entry in enumerate(entries, start=1):
-        name = _feature_name(entry.path)
-        target = os.path.join(out, modality, name + ".npy")
-        labels = ",".join(str(label) for label in entry.labels)
-        if os.path.exists(target):
-            counts["existing"] += 1
-            lines.append(f"{name} {labels}")
-        else:
-            source = entry.path if os.path.isabs(entry.path) else os.path.join(root, entry.path)
-            try:
-                with VideoReader(source) as reader:
-                    indices = (numpy.arange(len(reader)) if num_frames is None
-                               else uniform_indices(len(reader), num_frames)[0])
-                    frames = reader.get_frames(indices)
-            except (VideoDecodeError, OSError) as exc:
-                if on_error == "raise":
-                    raise type(exc)(f"line {entry.line}: {exc}") from exc
-                warnings.warn(f"line {entry.line}: skipping {source}: {exc}", RuntimeWarning, stacklevel=2)
-                failed.append(entry.path)
-            else:
-                save_features(target, extractor(frames))
-                counts["extracted"] += 1
-                lines.append(f"{name} {labels}")
-        if progress is not None:
-            progress(done, len(entries))
+    bar = None
+    if progress is True or isinstance(progress, str):
+        bar = progress_bar(total=len(entries), desc=progress if isinstance(progress, str) else "videos",
+                           unit="video")
+    try:
+        for done, entry in enumerate(entries, start=1):
+            _extract_one(entry, root, out, extractor, num_frames, modality, on_error, counts, failed, lines)
+            if bar is not None:
+                bar.update(1)
+            elif callable(progress):
+                progress(done, len(entries))
+    finally:
+        if bar is not None:
+            bar.close()
     list_file = os.path.join(out, list_name)
     os.makedirs(out, exist_ok=True)
     _write_list(list_file, lines)
     return {"videos": len(entries), **counts, "failed": failed, "seconds": round(time.perf_counter() - start, 2),
             "list_file": list_file}
+
+
+def _extract_one(entry, root, out, extractor, num_frames, modality, on_error, counts, failed, lines):
+    """Extract (or find) the features of one list entry, counting it and adding its feature-list line."""
+    name = _feature_name(entry.path)
+    target = os.path.join(out, modality, name + ".npy")
+    labels = ",".join(str(label) for label in entry.labels)
+    if os.path.exists(target):
+        counts["existing"] += 1
+        lines.append(f"{name} {labels}")
+        return
+    source = entry.path if os.path.isabs(entry.path) else os.path.join(root, entry.path)
+    try:
+        with VideoReader(source) as reader:
+            indices = numpy.arange(len(reader)) if num_frames is None else uniform_indices(len(reader), num_frames)[0]
+            frames = reader.get_frames(indices)
+    except (VideoDecodeError, OSError) as exc:
+        if on_error == "raise":
+            raise type(exc)(f"line {entry.line}: {exc}") from exc
+        warnings.warn(f"line {entry.line}: skipping {source}: {exc}", RuntimeWarning, stacklevel=3)
+        failed.append(entry.path)
+        return
+    save_features(target, extractor(frames))
+    counts["extracted"] += 1
+    lines.append(f"{name} {labels}")

@@ -39,12 +39,13 @@ import time
 
 import numpy
 
+from framework.config import ConfigError
 from framework.fetch import oar_home
+from framework.progress import progress_bar
 from framework.serialization import atomic_write
 from vision.data.transforms import require_cv2
 
 from .encode import write_video
-from .progress import ProgressLine
 
 __all__ = ["MOTIONS", "SHAPES", "REVERSE_PAIRS", "SyntheticSpec", "VideoPlan", "plan_video", "render_video",
            "make_synthetic_set", "ensure_synthetic_set", "spec_from_config", "split_of", "MARK_COLOR",
@@ -370,7 +371,9 @@ def make_synthetic_set(root, num, seed=0, spec=SyntheticSpec(), workers=None, pr
     - ``metadata.jsonl``: one :meth:`VideoPlan.summary` per video, with its path.
 
     Split: video i is test if i % 10 == 0, dev if i % 10 == 1, else train.
-    ``progress``: an optional callable ``progress(done, total)``.
+    ``progress``: None or False shows nothing; True shows a progress bar on
+    stderr (:func:`framework.progress.progress_bar`, hidden when stderr is not a
+    terminal); a callable is called as ``progress(done, total)`` after each video.
     """
     root = os.fspath(root)
     os.makedirs(os.path.join(root, "videos"), exist_ok=True)
@@ -386,12 +389,17 @@ def make_synthetic_set(root, num, seed=0, spec=SyntheticSpec(), workers=None, pr
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         pool = multiprocessing.get_context(method).Pool(workers)
         results = pool.imap_unordered(_make_one, jobs, chunksize=4)
+    bar = progress_bar(total=num, desc="videos", unit="video") if progress is True else None
     try:
         for done, (index, summary) in enumerate(results, start=1):
             summaries[index] = summary
-            if progress is not None:
+            if bar is not None:
+                bar.update(1)
+            elif callable(progress):
                 progress(done, num)
     finally:
+        if bar is not None:
+            bar.close()
         if pool is not None:
             pool.close()
             pool.join()
@@ -418,7 +426,7 @@ def spec_from_config(values=None):
     known = {f.name for f in dataclasses.fields(SyntheticSpec)}
     unknown = sorted(set(values) - known)
     if unknown:
-        raise ValueError(f"synthetic spec: unknown keys {unknown} (known: {sorted(known)})")
+        raise ConfigError(f"synthetic spec: unknown keys {unknown} (known: {sorted(known)})")
     return SyntheticSpec(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
 
 
@@ -440,10 +448,10 @@ def ensure_synthetic_set(num=1200, seed=0, spec=SyntheticSpec(), root=None, work
             found = json.load(f)
         if found.get("settings") == json.loads(json.dumps(settings)):
             return root
-        raise ValueError(f"{root} holds a synthetic set made with other settings ({found.get('settings')}); "
+        raise ConfigError(f"{root} holds a synthetic set made with other settings ({found.get('settings')}); "
                          "choose another root")
     print(f"generating the synthetic video set ({num} videos) in {root}", file=sys.stderr, flush=True)
-    result = make_synthetic_set(root, num, seed, spec, workers, progress=ProgressLine("videos"))
+    result = make_synthetic_set(root, num, seed, spec, workers, progress=True)
     _write_text(marker, [json.dumps({"settings": settings, "result": result})])
     return root
 
@@ -472,7 +480,7 @@ def main(argv=None):
                                          else getattr(args, f.name)) for f in dataclasses.fields(SyntheticSpec)})
     except ValueError as exc:
         parser.error(str(exc))
-    result = make_synthetic_set(args.out, args.num, args.seed, spec, args.workers, progress=ProgressLine("videos"))
+    result = make_synthetic_set(args.out, args.num, args.seed, spec, args.workers, progress=True)
     print(json.dumps(result))
     return result
 
