@@ -23,6 +23,7 @@ from framework.registry import MODELS  # noqa: E402
 from video.data.datasets import read_class_names, read_list_file  # noqa: E402
 from video.data.features import FeatureExtractor, extract_features, feature_transforms  # noqa: E402
 from vision.models.weights import load_pretrained, read_weights  # noqa: E402
+from zoo.cli import run_tool  # noqa: E402
 
 
 def main(argv=None):
@@ -68,4 +69,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_tool(main))

@@ -9,6 +9,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from video.data.synthetic import main  # noqa: E402
+from zoo.cli import run_tool  # noqa: E402
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_tool(main))

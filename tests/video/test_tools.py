@@ -72,3 +72,23 @@ def test_video_data_benchmark_quick():
     assert [(r["worker_type"], r["num_workers"]) for r in rows] == [
         ("main", 0), ("thread", 1), ("thread", 2), ("process", 1), ("process", 2)]
     assert all(r["samples_per_s"] > 0 for r in rows)
+
+
+def test_user_mistakes_are_one_line_errors(tmp_path):
+    (tmp_path / "file").write_text("")
+    (tmp_path / "list.txt").write_text("clip.mp4 swim\n")
+    (tmp_path / "clip.mp4").write_text("a text file, not a video\n")
+    (tmp_path / "ok.txt").write_text("clip.mp4 0\n")
+    cases = [(("make_synthetic_videos", "--out", str(tmp_path / "file" / "set"), "--num", "2"),
+              f"make_synthetic_videos.py: error: Not a directory: {tmp_path / 'file' / 'set'}"),
+             (("extract_features", "--list", str(tmp_path / "none.txt"), "--out", str(tmp_path / "o")),
+              f"extract_features.py: error: list file not found: {tmp_path / 'none.txt'}"),
+             (("extract_features", "--list", str(tmp_path / "list.txt"), "--out", str(tmp_path / "o")),
+              f"extract_features.py: error: {tmp_path / 'list.txt'}:1: label 'swim' is not a class id"),
+             (("extract_features", "--list", str(tmp_path / "ok.txt"), "--out", str(tmp_path / "o"), "--on_error",
+               "raise", "--size", "32"),
+              f"extract_features.py: error: line 1: cannot open video {tmp_path / 'clip.mp4'}: Invalid data")]
+    for args, line in cases:
+        result = _run(*args)
+        assert result.returncode == 1 and result.stdout == "", result.stderr
+        assert result.stderr.startswith(line) and result.stderr.count("\n") == 1, result.stderr
