@@ -63,7 +63,7 @@ class RankedPrediction:
             return self.predict_batch(inputs)
         top_k = check_top_k(top_k, f"{type(self).__name__}.predict")
         if isinstance(inputs, (str, bytes, os.PathLike)) or not hasattr(inputs, "__iter__"):
-            raise TypeError(f"{type(self).__name__}.predict takes a list of inputs, got {type(inputs).__name__}")
+            return super().predict(inputs)          # one path, not a list: the base class's error
         return self.predict_raw(inputs, self.device, top_k)
 
     def predict_raw(self, inputs, device=None, top_k=None):
