@@ -132,5 +132,5 @@ def test_config_errors_end_every_rank(tmp_path):
     result = _run([sys.executable, os.path.join(ROOT, "tools", "train.py"), "-c", TINY, "--output_dir",
                    str(tmp_path), "-o", "train.batch_size=33"])
     assert result.returncode == 1   # a user mistake: one line per rank, the job ends with status 1
-    assert "error: " + TINY + ", section 'train': batch_size 33 is the global batch; it must divide evenly " \
+    assert "error: [rank 1/2] " + TINY + ", section 'train': batch_size 33 is the global batch; it must divide evenly " \
            "over the 2 processes" in result.stderr
