@@ -5,12 +5,50 @@ A Task couples preprocessing (raw inputs -> batch), a model, postprocessing
 evaluation, ``oar infer`` and the zoo: ``predict`` takes either a batch (a dict
 of arrays/Tensors, as the Trainer passes) and returns the model outputs, or a
 list of raw inputs (as users pass) and returns a list of plain dicts.
+
+**Assets.** Besides its weights, a task may depend on files: a vocabulary it
+read or built, a label list, a lexicon, a tokeniser model, class names.
+``save_assets(directory)`` writes them into a training run's directory and
+returns the config overrides that make a task built from the config read those
+copies (``{"task.vocab": "<directory>/vocab.txt"}``), so a run directory holds
+everything inference needs (:func:`framework.engine.runner.train`).
 """
+import os
+import shutil
+import tempfile
+
 import numpy
 
+from ..errors import InputError
 from ..tensor import Tensor, no_grad, to_tensor
 
-__all__ = ["Task", "to_tensors", "batch_size_of"]
+__all__ = ["Task", "InputTypeError", "to_tensors", "batch_size_of", "copy_asset"]
+
+
+class InputTypeError(InputError, TypeError):
+    """An input of the wrong kind or shape (a number where a text belongs, one text where a pair belongs).
+
+    An :class:`~framework.errors.InputError` (one line for the user), and a TypeError for callers that catch that.
+    """
+
+
+def copy_asset(source, directory, name):
+    """Copy the file ``source`` to ``directory/name`` through a temporary file and a rename; returns the new path.
+
+    When ``source`` already is that file (a run trained again into its own directory), it is left as it is.
+    """
+    destination = os.path.join(directory, name)
+    if os.path.exists(destination) and os.path.samefile(source, destination):
+        return destination
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        shutil.copyfile(source, tmp)
+        os.replace(tmp, destination)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return destination
 
 
 def to_tensors(batch, device=None):
@@ -46,6 +84,8 @@ class Task:
     - ``metrics() -> list`` fresh metric objects (``framework.engine.metrics``).
     - ``preprocess(inputs) -> batch`` / ``postprocess(outputs) -> list of dict``
       for raw user inputs (used by ``predict_raw`` and the zoo).
+    - ``save_assets(directory) -> dict`` the files the task depends on, written
+      into a run directory (default: none).
     """
 
     model = None
@@ -62,11 +102,28 @@ class Task:
         if isinstance(inputs, dict):
             return self.predict_batch(inputs)
         if isinstance(inputs, (str, bytes)) or not hasattr(inputs, "__iter__"):
-            raise TypeError(f"{type(self).__name__}.predict takes a list of inputs, got {type(inputs).__name__}")
+            raise InputTypeError(f"{type(self).__name__}.predict takes a list of inputs, "
+                                 f"got {type(inputs).__name__}")
         return self.predict_raw(inputs, self.device)
 
     def metrics(self):
         return []
+
+    def save_assets(self, directory):
+        """Write the files this task read or built into ``directory`` (it exists); return the config overrides
+        that point a task built from the config at them.
+
+        Files: every vocabulary, label list, class-names file, lexicon or tokeniser
+        model that the task's predictions depend on besides the model's weights —
+        whether the config named it or the task built it (e.g. a vocabulary built
+        from a corpus and cached elsewhere). The result maps dotted config keys
+        (``"task.vocab"``, ``"task.tokenizer.model"``) to the path of the written
+        file, a list of paths (for a key that takes a list), or None (for a key no
+        longer needed once the copies are read, e.g. the training file a tag set
+        came from). A task built from the config with these overrides predicts the
+        same as this one. The base class has no files: ``{}``.
+        """
+        return {}
 
     def preprocess(self, inputs):
         raise NotImplementedError(f"{type(self).__name__} does not take raw inputs")

@@ -4,7 +4,12 @@ It knows nothing of NLP, vision or video: a Task gives it ``loss(batch)``,
 ``predict_batch(batch)`` and ``metrics()``. It runs epochs (or a step budget),
 evaluates every N steps, keeps the best checkpoint by a named metric and the
 last one, resumes exactly, stops early, stops on a NaN/inf loss, shows a
-progress line and writes every evaluation to ``metrics.jsonl``. With ``amp``
+progress bar (tqdm, on stderr: epoch, step, loss, learning rate, samples/s;
+:func:`framework.progress.progress_bar`) and writes every evaluation to
+``metrics.jsonl``. When the bar is hidden (stderr is not a terminal) the same
+figures go to stderr as a plain line every ``log_every`` steps, so logs keep
+them. A file that cannot be written in ``output_dir`` is an
+:class:`~framework.engine.checkpoint.OutputDirError` naming it. With ``amp``
 it runs the loss forward under ``framework.amp.autocast`` and the backward
 and update through a ``GradScaler``.
 """
@@ -16,15 +21,17 @@ import sys
 import time
 
 import numpy
+from tqdm import tqdm
 
 from .. import amp as fw_amp
 from .. import backend, distributed
 from .. import random as fw_random
 from ..tensor import no_grad
-from .checkpoint import save_checkpoint, load_checkpoint, restore_model, CheckpointError
+from ..progress import progress_bar
+from .checkpoint import save_checkpoint, load_checkpoint, restore_model, CheckpointError, OutputDirError
 from ..serialization import remove_stale_temporaries
 from .task import to_tensors, batch_size_of
-from ..errors import UserError
+from ..errors import UserError, describe_os_error
 
 __all__ = ["Trainer", "TrainingError", "evaluate", "AMP_OPTIONS", "AMP_NONFINITE_LOSS_LIMIT", "amp_settings"]
 
@@ -37,19 +44,25 @@ class TrainingError(UserError, RuntimeError):
     """Training cannot go on (e.g. the loss became NaN or infinite)."""
 
 
-def evaluate(task, loader, device=None):
+def evaluate(task, loader, device=None, progress=False):
     """Run ``task.predict_batch`` over ``loader`` without gradients; returns the merged metric dict.
 
     When ``loader`` reads one shard per rank (its batch sampler has a
     ``world_size`` > 1), the metrics' counts are merged over the ranks first,
-    so every rank returns the metrics of the whole dataset.
+    so every rank returns the metrics of the whole dataset. ``progress``: a
+    bar over the batches on stderr (rank 0 only; hidden off a terminal).
     """
     metrics = task.metrics()
     for metric in metrics:
         metric.reset()
     task.model.eval()
-    with no_grad():
-        for batch in loader:
+    try:
+        total = len(loader)
+    except TypeError:                                   # a stream of unknown length
+        total = None
+    enabled = progress and distributed.get_rank() == 0
+    with no_grad(), progress_bar(loader, total=total, desc="eval", unit="batch", enabled=enabled) as batches:
+        for batch in batches:
             tensors = to_tensors(batch, device)
             outputs = task.predict_batch(tensors)
             for metric in metrics:
@@ -85,33 +98,58 @@ def amp_settings(option, device=None):
 
 
 class _Progress:
-    """One status line: epoch, step, loss, learning rate and samples/s (to stderr)."""
+    """Training progress on stderr: a tqdm bar over the run's steps (epoch in its description; loss, lr and
+    samples/s after it) and messages written with ``tqdm.write`` so they never break the bar.
 
-    def __init__(self, total_steps, every, stream=sys.stderr, enabled=True):
-        self.total, self.every, self.stream, self.enabled = total_steps, every, stream, enabled
-        self.tty = hasattr(stream, "isatty") and stream.isatty()
+    When the bar is hidden (stderr is not a terminal, see :func:`framework.progress.progress_bar`), the same
+    figures are written as one plain line every ``every`` steps. ``stream`` (None: ``sys.stderr`` at the
+    time of writing) receives the messages and lines; ``enabled=False`` shows nothing.
+    """
+
+    def __init__(self, total_steps, every, enabled=True, stream=None):
+        self.total, self.every, self.enabled, self.stream = total_steps, every, enabled, stream
+        self.bar = None
         self.reset_window()
 
     def reset_window(self):
         self.window_start = time.perf_counter()
         self.window_samples = 0
 
+    def open(self, step, epoch, epochs):
+        """Start the bar at ``step`` of epoch ``epoch`` (from 0): a resumed run starts where it stopped."""
+        self.close()
+        self.bar = progress_bar(total=self.total, initial=step, desc=f"epoch {epoch + 1}/{epochs}", unit="step",
+                                enabled=self.enabled)
+        self.reset_window()
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
     def update(self, epoch, epochs, step, loss, lr, samples):
         self.window_samples += samples
-        if not self.enabled or step % self.every:
+        if not self.enabled:
             return
-        elapsed = max(time.perf_counter() - self.window_start, 1e-9)
-        total = f"/{self.total}" if self.total else ""
-        line = (f"epoch {epoch + 1}/{epochs} step {step}{total} loss {loss:.4f} lr {lr:.3g} "
-                f"{self.window_samples / elapsed:.1f} samples/s")
-        self.stream.write(("\r" + line) if self.tty else line + "\n")
-        self.stream.flush()
+        visible = self.bar is not None and not self.bar.disable
+        if visible:
+            self.bar.set_description(f"epoch {epoch + 1}/{epochs}", refresh=False)
+            self.bar.update(1)
+        if step % self.every:
+            return
+        rate = self.window_samples / max(time.perf_counter() - self.window_start, 1e-9)
+        if visible:
+            self.bar.set_postfix_str(f"loss {loss:.4f} lr {lr:.3g} {rate:.1f} samples/s")
+        else:
+            total = f"/{self.total}" if self.total else ""
+            self.message(f"epoch {epoch + 1}/{epochs} step {step}{total} loss {loss:.4f} lr {lr:.3g} "
+                         f"{rate:.1f} samples/s")
         self.reset_window()
 
     def message(self, text):
+        """Write ``text`` as its own line (above the bar while one is shown)."""
         if self.enabled:
-            self.stream.write(("\n" if self.tty else "") + text + "\n")
-            self.stream.flush()
+            tqdm.write(text, file=self.stream or sys.stderr)
 
 
 class Trainer:
@@ -133,7 +171,10 @@ class Trainer:
         early_stop: stop after this many evaluations without improvement.
         output_dir: where ``last.npz``, ``best.npz`` and ``metrics.jsonl`` go (None: nothing written).
         log_every: steps between progress lines. device: 'cpu' or 'gpu'.
-        config: the resolved config, stored inside checkpoints.
+        config: the resolved config, stored inside checkpoints (its ``model`` section also names the
+            likely key when a resumed checkpoint does not fit the model).
+        assets: the task's files besides the weights (``{config key: {"value", "sha256"}}``, as
+            :func:`framework.engine.runner.train` records them), stored inside checkpoints.
         amp: mixed precision (see :func:`amp_settings`): the loss forward runs
             under ``autocast`` and backward/update through a ``GradScaler``
             whose state is checkpointed. A step whose gradients hold inf/NaN is
@@ -151,7 +192,7 @@ class Trainer:
 
     def __init__(self, task, optimizer, train_loader, eval_loader=None, scheduler=None, lr_step="epoch",
                  epochs=1, max_steps=None, eval_every=None, metric=None, metric_mode="max", early_stop=None,
-                 output_dir=None, log_every=10, device=None, config=None, progress=True, amp=False):
+                 output_dir=None, log_every=10, device=None, config=None, progress=True, amp=False, assets=None):
         if lr_step not in ("epoch", "step"):
             raise ValueError(f"Trainer: lr_step must be 'epoch' or 'step', got {lr_step!r}")
         if metric_mode not in ("max", "min"):
@@ -163,11 +204,13 @@ class Trainer:
         self.lr_step, self.epochs, self.max_steps = lr_step, epochs, max_steps
         self.eval_every, self.metric, self.metric_mode = eval_every, metric, metric_mode
         self.early_stop, self.output_dir, self.device, self.config = early_stop, output_dir, device, config
+        self.assets = assets
         self.rank, self.world_size = distributed.get_rank(), distributed.get_world_size()
         self.amp_dtype, self.scaler = amp_settings(amp, device)
         steps_per_epoch = len(train_loader)
         total = max_steps if max_steps is not None else steps_per_epoch * epochs
-        self.progress = _Progress(total, max(1, log_every), enabled=progress and self.rank == 0)
+        self.show_progress = progress and self.rank == 0
+        self.progress = _Progress(total, max(1, log_every), enabled=self.show_progress)
         self.state = {"epoch": 0, "step": 0, "best": None, "best_step": -1, "bad_evals": 0, "last_loss": None,
                       "skipped_steps": 0, "nonfinite_losses": 0}
         self.history = []
@@ -187,9 +230,13 @@ class Trainer:
         trainer_state = self._trainer_state()
         if self.rank != 0:
             return self._path(name)
-        return save_checkpoint(self._path(name), self.task.model, self.optimizer, self.scheduler,
-                               rng=fw_random.get_rng_state(), loader=self.train_loader.state_dict(),
-                               trainer=trainer_state, config=self.config)
+        path = self._path(name)
+        try:
+            return save_checkpoint(path, self.task.model, self.optimizer, self.scheduler,
+                                   rng=fw_random.get_rng_state(), loader=self.train_loader.state_dict(),
+                                   trainer=trainer_state, config=self.config, assets=self.assets)
+        except OSError as err:
+            raise OutputDirError(f"cannot write the checkpoint {path}: {describe_os_error(err)}") from None
 
     def _trainer_state(self):
         state = dict(self.state)
@@ -210,7 +257,7 @@ class Trainer:
         if path is None:
             raise CheckpointError("resume: no checkpoint path and no output_dir")
         state = load_checkpoint(path)
-        restore_model(self.task.model, state, path)
+        restore_model(self.task.model, state, path, (self.config or {}).get("model"))
         if "optimizer" in state:
             self.optimizer.set_state_dict(state["optimizer"])
         if self.scheduler is not None and "scheduler" in state:
@@ -241,10 +288,19 @@ class Trainer:
     # ---- the loop ---------------------------------------------------------
     def fit(self):
         """Train until the epoch/step budget or an early stop; returns a summary dict."""
-        model, state = self.task.model, self.state
+        state = self.state
         if self.output_dir and self.rank == 0:
             remove_stale_temporaries(self.output_dir)    # left by checkpoint writes of a killed run
         epochs = self.epochs if self.epochs is not None else math.ceil(self.max_steps / len(self.train_loader))
+        self.progress.total = self.max_steps if self.max_steps is not None else len(self.train_loader) * epochs
+        self.progress.open(state["step"], min(state["epoch"], epochs - 1), epochs)
+        try:
+            return self._fit(epochs)
+        finally:
+            self.progress.close()
+
+    def _fit(self, epochs):
+        model, state = self.task.model, self.state
         stopped_early = False
         while state["epoch"] < epochs and not self._budget_done():
             model.train()
@@ -276,6 +332,16 @@ class Trainer:
         return {"epoch": state["epoch"], "step": state["step"], "best": state["best"],
                 "best_step": state["best_step"], "stopped_early": stopped_early, "history": self.history,
                 "skipped_steps": state["skipped_steps"]}
+
+    def _append_record(self, record):
+        """Append ``record`` as one JSON line to ``output_dir/metrics.jsonl``."""
+        path = self._path("metrics.jsonl")
+        try:
+            os.makedirs(self.output_dir, exist_ok=True)
+            with open(path, "a") as f:
+                f.write(json.dumps(record) + "\n")
+        except OSError as err:
+            raise OutputDirError(f"cannot write {path}: {describe_os_error(err)}") from None
 
     def _evaluated_at_this_step(self):
         return bool(self.history) and self.history[-1]["step"] == self.state["step"]
@@ -332,7 +398,8 @@ class Trainer:
                   "lr": self.optimizer.get_lr(), "time": time.time()}
         if self.scaler is not None:
             record.update(loss_scale=self.scaler.get_scale(), skipped_steps=state["skipped_steps"])
-        metrics = evaluate(self.task, self.eval_loader, self.device) if self.eval_loader is not None else {}
+        metrics = evaluate(self.task, self.eval_loader, self.device, progress=self.show_progress) \
+            if self.eval_loader is not None else {}
         record.update(metrics)
         self.history.append(record)
         improved = False
@@ -353,9 +420,7 @@ class Trainer:
         stop = bool(self.early_stop) and state["bad_evals"] >= self.early_stop
         if self.output_dir:
             if self.rank == 0:
-                os.makedirs(self.output_dir, exist_ok=True)
-                with open(self._path("metrics.jsonl"), "a") as f:
-                    f.write(json.dumps(record) + "\n")
+                self._append_record(record)
             self.save("last.npz")
             if improved:
                 self.save("best.npz")

@@ -12,13 +12,29 @@ words with LAC's rules (``Model.parse_result``):
 - a word starts at the first character and at every tag ending in ``B`` or
   ``S``; any other character (``-I``, ``O``) joins the previous word;
 - a word's label is its *last* character's tag without its two-character
-  suffix (``"n-I"`` -> ``"n"``; ``"O"`` -> ``""``).
+  suffix (``"n-I"`` -> ``"n"``; ``"O"`` -> ``""``);
+- **whitespace is never part of a word** (our rule; :func:`group_words`): a
+  whitespace character (``str.isspace``: spaces, tabs, the ideographic space
+  U+3000 …) ends the word before it and is left out of the output, and the next
+  character starts a new word whatever its tag. So no word is empty or holds a
+  space, ``" ".join(f"{w}/{t}" …)`` always splits back, and the words joined
+  give the text without its whitespace.
+
+Whitespace and the official LAC: Baidu's LAC 2.1.2 (``LAC/models.py``,
+``Model.parse_result``) has no whitespace rule. A space is an ordinary
+character of its vocabulary (``word.dic`` id 0), tagged by the network like any
+other, then grouped by the rule above, so it comes out as a word of its own
+(``" "``) or inside a word (``"New York"``); its command line only strips the
+ends of each line. We feed the text to the model unchanged, spaces included, so
+every other character gets the tag the official model gives it and positions
+(the user dictionary's matches) stay those of the input; only the grouping
+drops the whitespace.
 
 Raw inputs (``task.predict(list)``, i.e. :meth:`LexicalAnalysis.predict_raw`): a
 list of str, answered with ``[{"words": [...], "tags": [...]}]`` in input order. Texts are sorted by
-length and run ``batch_size`` at a time. An empty string gives empty lists;
-any other string, whitespace included, is analysed as the official LAC does
-(a space is a character of the vocabulary). A text longer than
+length and run ``batch_size`` at a time. An empty or whitespace-only string gives empty lists;
+any other string is tagged as the official LAC does (a space is a character of
+the vocabulary) and grouped as above. A text longer than
 ``max_chunk_len`` characters is cut into chunks of at most that length, after
 sentence-ending punctuation where possible (:func:`nlp.data.text.split_points`),
 the chunks are tagged independently (batched together) and their character
@@ -35,13 +51,22 @@ The lexicon needs the character vocabulary (``vocab_file``) to match on ids.
 A batch that already holds ``lexicon`` features (N, T, F) (a dataset's
 jackknifed training features, see
 :class:`~nlp.data.peoples_daily.PeoplesDailyTagging`) is used as it is.
+
+**Assets.** ``save_assets`` copies into a run directory the character
+vocabulary (``vocab_file``), the lexicons (``lexicon_file``) and the user
+dictionary (``customization``, when a path) and writes the tag set it read
+from ``tag_file`` or built from ``tagged_file`` as ``tags.txt`` (``tag_file``;
+``tagged_file`` is then no longer needed).
 """
+import os
+import re
+
 import numpy
 
 from framework import Tensor, backend, no_grad, to_tensor
 from framework.config import ConfigError
 from framework.engine import Task
-from framework.engine.task import to_tensors
+from framework.engine.task import InputTypeError, copy_asset, to_tensors
 from framework.engine.metrics import to_numpy
 from framework.io import SequenceCollator
 from framework.nn import functional as F
@@ -70,11 +95,33 @@ def expand_tags(tags, word_lengths):
     return chars
 
 
+_WHITESPACE = re.compile(r"\s")
+
+
 def group_words(text, char_tags):
-    """``(words, labels)`` of ``text`` (str) from one tag per character (LAC's grouping rule, module docstring)."""
-    starts = [i for i, tag in enumerate(char_tags) if i == 0 or tag.endswith(("B", "S"))]
-    ends = starts[1:] + [len(text)] if starts else []
-    return [text[a:b] for a, b in zip(starts, ends)], [char_tags[b - 1][:-2] for b in ends]
+    """``(words, labels)`` of ``text`` (str) from one tag per character (LAC's grouping rule, module docstring).
+
+    Whitespace characters belong to no word: each ends the word before it, is
+    dropped, and the character after it starts a new word. Both lists have one
+    entry per word; ``"".join(words)`` is ``text`` without its whitespace.
+    """
+    if not _WHITESPACE.search(text):
+        starts = [i for i, tag in enumerate(char_tags) if i == 0 or tag.endswith(("B", "S"))]
+        ends = starts[1:] + [len(text)] if starts else []
+        return [text[a:b] for a, b in zip(starts, ends)], [char_tags[b - 1][:-2] for b in ends]
+    words, labels, start = [], [], None
+    for i, (char, tag) in enumerate(zip(text, char_tags)):
+        if char.isspace() or (start is not None and tag.endswith(("B", "S"))):
+            if start is not None:
+                words.append(text[start:i])
+                labels.append(char_tags[i - 1][:-2])
+            start = None
+        if start is None and not char.isspace():
+            start = i
+    if start is not None:
+        words.append(text[start:len(char_tags)])
+        labels.append(char_tags[len(char_tags) - 1][:-2])
+    return words, labels
 
 
 class TaggingCollator:
@@ -128,12 +175,15 @@ class LexicalAnalysis(Task):
             raise ValueError(f"LexicalAnalysis: batch_size, max_chunk_len and max_batch_tokens must be >= 1, "
                              f"got {batch_size}, {max_chunk_len} and {max_batch_tokens}")
         self.model = model
+        self._vocab_file = None                              # the files behind the task, for save_assets
         if preprocessor is None and vocab_file:
             preprocessor = CharPreprocessor(Vocab.load(vocab_file))
+            self._vocab_file = vocab_file
         source = None
         if tag_names is None and (tag_file or tagged_file):
             source = tag_file or tagged_file
             tag_names = TagSet.load(tag_file).names if tag_file else file_tagset(tagged_file).names
+        self._tag_source = "tag_file" if source and tag_file else "tagged_file" if source else None
         num_tags = getattr(model, "num_tags", None)
         if tag_names is not None and num_tags is not None and len(tag_names) != num_tags:
             origin = f" (the tag set of {source})" if source else ""
@@ -141,7 +191,9 @@ class LexicalAnalysis(Task):
                               f"num_tags={num_tags}; set model.num_tags: {len(tag_names)}")
         self.preprocessor = preprocessor
         self.lexicon = self._lexicon_features(lexicon_file, lexicon_max_len) if lexicon_file else None
+        self._lexicon_file = lexicon_file
         self.tag_names = list(tag_names) if tag_names is not None else None
+        self._customization_file = customization if isinstance(customization, str) else None
         if isinstance(customization, str):
             self.load_customization(customization)
         else:
@@ -183,6 +235,29 @@ class LexicalAnalysis(Task):
         ids = tokens.data if isinstance(tokens, Tensor) else tokens
         features = self.lexicon(ids)                                             # (N, T, F), on the ids' device
         return self.model(tokens, lengths, lexicon=to_tensor(features, device=backend.device_of(ids)))
+
+    # ---- files -----------------------------------------------------------------------
+    def save_assets(self, directory):
+        """Copies of the vocabulary, lexicons and user dictionary the task read, and the tag set it read or
+        built (``tags.txt``), as overrides of ``task.vocab_file``, ``task.lexicon_file``,
+        ``task.customization`` and ``task.tag_file`` (module docstring)."""
+        overrides = {}
+        if self._vocab_file:
+            overrides["task.vocab_file"] = copy_asset(self._vocab_file, directory, "vocab.txt")
+        if self._tag_source:
+            path = os.path.join(directory, "tags.txt")
+            TagSet(self.tag_names).save(path)
+            overrides["task.tag_file"] = path
+            if self._tag_source == "tagged_file":
+                overrides["task.tagged_file"] = None
+        if self._lexicon_file:
+            files = [self._lexicon_file] if isinstance(self._lexicon_file, str) else list(self._lexicon_file)
+            copies = [copy_asset(f, directory, f"lexicon_{i}.txt" if len(files) > 1 else "lexicon.txt")
+                      for i, f in enumerate(files)]
+            overrides["task.lexicon_file"] = copies[0] if isinstance(self._lexicon_file, str) else copies
+        if self._customization_file:
+            overrides["task.customization"] = copy_asset(self._customization_file, directory, "customization.txt")
+        return overrides
 
     # ---- user dictionary ---------------------------------------------------------
     def load_customization(self, source, sep=None):
@@ -252,12 +327,12 @@ class LexicalAnalysis(Task):
 
     @staticmethod
     def _check_texts(inputs):
-        """``inputs`` as a list of str; a non-list or a non-str entry raises TypeError naming it."""
+        """``inputs`` as a list of str; a non-list or a non-str entry raises InputTypeError naming it."""
         if isinstance(inputs, str) or not isinstance(inputs, (list, tuple)):
-            raise TypeError(f"LexicalAnalysis: expected a list of str, got {type(inputs).__name__}")
+            raise InputTypeError(f"LexicalAnalysis: expected a list of str, got {type(inputs).__name__}")
         for index, text in enumerate(inputs):
             if not isinstance(text, str):
-                raise TypeError(f"LexicalAnalysis: input {index} is a {type(text).__name__}, expected a str")
+                raise InputTypeError(f"a text to analyse must be a str, got {type(text).__name__}", index=index)
         return list(inputs)
 
     def preprocess(self, inputs):

@@ -36,7 +36,9 @@ configs: point the data sections and the vocabulary's corpus at your files
     oar eval -c configs/nlp/simnet_cnn_pointwise.yaml --output_dir outputs/my_matching --split test -o ...(same)
 
 The vocabulary is built from the training file's texts (add
-``task.min_freq=1`` for a small file: the default 2 drops characters seen once).
+``task.min_freq=1`` for a small file: the default 2 drops characters seen once);
+the run's directory keeps a copy (``save_assets``), which ``oar eval`` and
+``oar infer --output_dir`` read, so the ``-o task.corpus=…`` need not be repeated there.
 """
 import os
 
@@ -44,6 +46,8 @@ import numpy
 
 import framework.nn.functional as F
 from framework.engine import Task
+from framework.engine.task import InputTypeError
+from framework.errors import InputError
 from framework.engine.metrics import to_numpy
 from framework.fetch import oar_home, sha256_of
 from framework.io.collate import pad_sequences
@@ -54,7 +58,7 @@ from nlp.data.tokenizers import build_tokenizer
 from nlp.data.vocab import Vocab
 from nlp.metrics_matching import MatchAccuracy, MatchAUC, NegTypeAccuracy, RankingAccuracy, ScoredPairs, \
     ThresholdSearch
-from nlp.tasks.sentiment import task_vocab
+from nlp.tasks.sentiment import task_vocab, text_task_assets
 
 __all__ = ["MatchingCollator", "TextMatching", "corpus_texts", "prepare_vocab"]
 
@@ -149,8 +153,20 @@ def _as_pair(item, index):
             return fields[0], fields[1]
     elif isinstance(item, (tuple, list)) and len(item) == 2 and all(isinstance(t, str) for t in item):
         return tuple(item)
-    raise TypeError(f"TextMatching: input {index} must be a pair (text_a, text_b) of str or a str "
-                    f"'text_a<TAB>text_b' (optionally '<TAB>label'), got {type(item).__name__} {str(item)[:40]!r}")
+    raise InputTypeError(f"a matching input must be a pair [text_a, text_b] or 'text_a<TAB>text_b' "
+                         f"(optionally followed by '<TAB>label'), got {_described(item)}", index=index)
+
+
+def _described(item):
+    """What a wrong matching input is, in a few words: ``a str with 3 tab-separated columns 'a\\tb\\tc'``."""
+    if isinstance(item, str):
+        columns = item.count("\t") + 1
+        shape = "no tab" if columns == 1 else f"{columns} tab-separated columns"
+        return f"a str with {shape} {item[:40]!r}"
+    if isinstance(item, (tuple, list)):
+        kinds = ", ".join(type(t).__name__ for t in item[:4]) + (", …" if len(item) > 4 else "")
+        return f"a {type(item).__name__} of {len(item)} item(s) ({kinds})"
+    return f"a {type(item).__name__}"
 
 
 @TASKS.register()
@@ -229,9 +245,13 @@ class TextMatching(Task):
             return [ThresholdSearch(targets=targets, on_choose=self.set_threshold)] + list(metrics)
         return metrics
 
+    def save_assets(self, directory):
+        """The vocabulary (``task.vocab``) and a tokeniser model, if any (:func:`~nlp.tasks.sentiment.text_task_assets`)."""
+        return text_task_assets(self, directory)
+
     def preprocess(self, inputs):
         if not inputs:
-            raise ValueError("TextMatching: predict needs at least one pair")
+            raise InputError("TextMatching: predict needs at least one pair")
         pairs = [_as_pair(item, i) for i, item in enumerate(inputs)]
         return self.collate_fn([{"text_a": a, "text_b": b} for a, b in pairs])
 

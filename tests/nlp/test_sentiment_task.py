@@ -7,7 +7,8 @@ import numpy
 import pytest
 
 import framework
-from framework.config import load_config
+from framework.config import ConfigError, load_config
+from framework.errors import InputError
 from framework.engine import runner
 from framework.fetch import FetchError
 from framework.registry import METRICS, MODELS, TASKS
@@ -66,18 +67,23 @@ def test_predict_gives_a_label_and_score_for_awkward_texts(task):
 
 
 def test_predict_rejects_non_text(task):
-    with pytest.raises(TypeError, match="input 1 must be a str, got int"):
+    with pytest.raises(InputError, match=r"^input 1: a sentiment input must be a str \(a text\), got int$") as info:
         task.predict(["好", 3])
-    with pytest.raises(ValueError, match="at least one text"):
+    assert info.value.index == 1 and isinstance(info.value, TypeError)
+    with pytest.raises(InputError, match="input 0: .*got bytes"):
+        task.predict([b"x"])
+        task.predict(["好", 3])
+    with pytest.raises(InputError, match="at least one text"):
         task.predict([])
 
 
 def test_vocabulary_larger_than_the_model_is_an_error(tmp_path):
     path = tmp_path / "vocab.txt"
     Vocab(CHARS).save(str(path))
-    with pytest.raises(ValueError, match=r"vocabulary has 20 tokens but the model embeds only vocab_size=10"):
+    with pytest.raises(ConfigError, match=r"vocabulary of .*vocab.txt has 20 tokens but the model embeds only "
+                                          r"vocab_size=10; set model.vocab_size: 20"):
         SentimentClassification(nlp.models.senta.SentaBOW(10), vocab=str(path))
-    with pytest.raises(FileNotFoundError, match="vocabulary file not found"):
+    with pytest.raises(ConfigError, match="vocabulary file not found"):
         SentimentClassification(nlp.models.senta.SentaBOW(10), vocab=str(tmp_path / "none.txt"))
 
 

@@ -3,11 +3,14 @@ import numpy
 import pytest
 
 import framework
+from framework.config import ConfigError
 from framework.engine.task import to_tensors
+from framework.errors import InputError
 from vision.data import require_cv2
 from vision.metrics import TopKAccuracy
 from vision.models import resnet18
 from vision.tasks import ImageClassification
+from vision.tasks.image_classification import class_names_of
 
 
 def _task(**kwargs):
@@ -42,13 +45,37 @@ def test_raw_inputs_give_top_k_labels(tmp_path):
     for result in results:
         (best, p1), (second, p2) = result["topk"]
         assert result["label"] == best and result["score"] == p1 and p1 >= p2 and best in "abc"
-    with pytest.raises(ValueError, match=r"input 0 must be .* a uint8 RGB array \(H, W, 3\), got float32"):
+    with pytest.raises(InputError, match=r"input 0: an image input must be .* a uint8 RGB array \(H, W, 3\), "
+                                         r"got float32"):
         task.predict_raw([numpy.zeros((20, 30), numpy.float32)])
 
 
 def test_class_names_must_fit_the_model():
-    with pytest.raises(ValueError, match="2 class_names for a model with 3 classes"):
+    with pytest.raises(ConfigError, match="2 class_names for a model with 3 classes; set model.num_classes: 2"):
         ImageClassification(resnet18(num_classes=3, base_channels=4), class_names=["a", "b"])
+
+
+def test_class_names_from_a_file_or_an_image_folder_go_into_the_run_directory(tmp_path):
+    folder = tmp_path / "images"
+    for name in ("zebra", "cat", "dog", ".cache"):
+        (folder / name).mkdir(parents=True)
+    listed = tmp_path / "names.txt"
+    listed.write_text("tulip\n\nrose\ndaisy\n", encoding="utf-8")
+    assert class_names_of(str(folder)) == ["cat", "dog", "zebra"]        # sorted, as ImageFolder numbers them
+    assert class_names_of(str(listed)) == ["tulip", "rose", "daisy"]
+    for source, names in ((str(folder), ["cat", "dog", "zebra"]), (str(listed), ["tulip", "rose", "daisy"])):
+        task = ImageClassification(resnet18(num_classes=3, base_channels=4), class_names=source)
+        run = tmp_path / f"run_{len(source)}"
+        run.mkdir()
+        assert task.class_names == names
+        assert task.save_assets(str(run)) == {"task.class_names": str(run / "class_names.txt")}
+        again = ImageClassification(resnet18(num_classes=3, base_channels=4), class_names=str(run / "class_names.txt"))
+        assert again.class_names == names
+    assert _task().save_assets(str(tmp_path)) == {}                        # names listed in the config: no file
+    with pytest.raises(ConfigError, match="class_names file or image folder not found"):
+        class_names_of(str(tmp_path / "missing"))
+    with pytest.raises(ConfigError, match=r"class names repeat .*\['a'\]"):
+        class_names_of(["a", "b", "a"])
 
 
 def test_top_k_accuracy_values_and_merging():

@@ -4,15 +4,43 @@ import os
 import numpy
 
 import framework.nn.functional as F
+from framework.config import ConfigError
 from framework.engine import Task
 from framework.engine.metrics import Accuracy
+from framework.engine.task import InputTypeError
 from framework.registry import TASKS
 
 from ..data.folder import decode_image, read_image
 from ..data.transforms import Compose, eval_transforms
 from ..metrics import TopKAccuracy
 
-__all__ = ["ImageClassification"]
+__all__ = ["ImageClassification", "class_names_of"]
+
+
+def class_names_of(source):
+    """The class names ``source`` gives: a list (kept), the path of a text file (one name per non-empty line,
+    line i = class i) or the path of an image folder (its class folders, sorted, as ``ImageFolder`` numbers
+    them). A missing path, an empty list or a repeated name is a ConfigError naming it."""
+    if isinstance(source, (list, tuple)):
+        names = [str(c) for c in source]
+    elif isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        if os.path.isdir(path):
+            names = sorted(e.name for e in os.scandir(path) if e.is_dir() and not e.name.startswith("."))
+        elif os.path.isfile(path):
+            with open(path, encoding="utf-8") as f:
+                names = [line.strip() for line in f if line.strip()]
+        else:
+            raise ConfigError(f"ImageClassification: class_names file or image folder not found: {path}")
+    else:
+        raise ConfigError(f"ImageClassification: class_names must be a list of names, a file or an image folder, "
+                          f"got {type(source).__name__}")
+    if not names:
+        raise ConfigError(f"ImageClassification: no class names in {source!r}")
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ConfigError(f"ImageClassification: class names repeat in {source!r}: {repeated[:5]}")
+    return names
 
 
 @TASKS.register()
@@ -31,21 +59,26 @@ class ImageClassification(Task):
     Args:
         model: the classifier.
         metrics: metric objects (default: accuracy "acc" and "top5").
-        class_names: names of the K classes, by id.
+        class_names: names of the K classes, by id: a list, a file of names (one per line) or an image
+            folder whose class folders name them (:func:`class_names_of`). Read from a path, they are written
+            into a run directory by ``save_assets`` (``class_names.txt``).
         topk: how many (label, probability) pairs a prediction lists.
         image_size, resize: the evaluation crop and the short side before it.
         label_smoothing: of the training loss.
     """
 
-    def __init__(self, model, metrics=None, class_names: list = None, topk: int = 5, image_size: int = 224,
+    def __init__(self, model, metrics=None, class_names=None, topk: int = 5, image_size: int = 224,
                  resize: int = 256, label_smoothing: float = 0.0):
         self.model = model
         self._metrics = metrics
+        self._names_from_path = isinstance(class_names, (str, os.PathLike))
+        names = None if class_names is None else class_names_of(class_names)
         num_classes = getattr(model, "num_classes", None)
-        if class_names is not None and num_classes and len(class_names) != num_classes:
-            raise ValueError(f"ImageClassification: {len(class_names)} class_names for a model with "
-                             f"{num_classes} classes")
-        self.class_names = None if class_names is None else [str(c) for c in class_names]
+        if names is not None and num_classes and len(names) != num_classes:
+            origin = f" (from {os.fspath(class_names)})" if self._names_from_path else ""
+            raise ConfigError(f"ImageClassification: {len(names)} class_names{origin} for a model with "
+                              f"{num_classes} classes; set model.num_classes: {len(names)}")
+        self.class_names = names
         if topk < 1:
             raise ValueError(f"ImageClassification: topk must be at least 1, got {topk}")
         self.topk, self.label_smoothing = int(topk), float(label_smoothing)
@@ -61,6 +94,16 @@ class ImageClassification(Task):
     def metrics(self):
         return self._metrics if self._metrics is not None else [Accuracy(), TopKAccuracy(topk=(5,))]
 
+    def save_assets(self, directory):
+        """Class names read from a file or an image folder, written as ``class_names.txt`` (``task.class_names``);
+        a list in the config needs no file."""
+        if not self._names_from_path:
+            return {}
+        path = os.path.join(directory, "class_names.txt")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("".join(name + "\n" for name in self.class_names))
+        return {"task.class_names": path}
+
     def _image(self, item, position):
         if isinstance(item, (str, os.PathLike)):
             return read_image(item)
@@ -68,8 +111,8 @@ class ImageClassification(Task):
             return decode_image(item, f"input {position}")
         array = numpy.asarray(item)
         if array.ndim != 3 or array.shape[-1] != 3 or array.dtype != numpy.uint8:
-            raise ValueError(f"ImageClassification: input {position} must be an image path, encoded image bytes "
-                             f"or a uint8 RGB array (H, W, 3), got {array.dtype} of shape {array.shape}")
+            raise InputTypeError(f"an image input must be an image path, encoded image bytes or a uint8 RGB "
+                                 f"array (H, W, 3), got {array.dtype} of shape {array.shape}", index=position)
         return array
 
     def preprocess(self, inputs):
