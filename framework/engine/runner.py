@@ -57,7 +57,7 @@ __all__ = ["TRAIN_DEFAULTS", "SECTIONS", "RUN_CONFIG", "RUN_ASSETS", "check_sect
            "save_run", "run_config", "train", "evaluate_config", "infer", "load_weights", "load_task"]
 
 RUN_CONFIG = "config.yaml"      # in a run directory: the resolved config, with the task's files copied beside it
-RUN_ASSETS = "assets.json"      # in a run directory: which config keys name those copies, their sha256, the given values
+RUN_ASSETS = "assets.json"      # in a run directory: the config keys naming those copies, sha256s, given values
 
 SECTIONS = ("task", "model", "data", "optimizer", "lr", "train", "metrics")
 TRAIN_DEFAULTS = {

@@ -246,7 +246,8 @@ class TextMatching(Task):
         return metrics
 
     def save_assets(self, directory):
-        """The vocabulary (``task.vocab``) and a tokeniser model, if any (:func:`~nlp.tasks.sentiment.text_task_assets`)."""
+        """The vocabulary (``task.vocab``) and a tokeniser model, if any
+        (:func:`~nlp.tasks.sentiment.text_task_assets`)."""
         return text_task_assets(self, directory)
 
     def preprocess(self, inputs):

@@ -166,7 +166,8 @@ def test_training_shows_its_figures_on_stderr_only(tmp_path, capsys, monkeypatch
     lines = captured.err.splitlines()
     steps = [line for line in lines if line.startswith("epoch ")]
     assert [line.split()[:4] for line in steps] == [["epoch", "1/2", "step", "8/32"], ["epoch", "1/2", "step", "16/32"],
-                                                    ["epoch", "2/2", "step", "24/32"], ["epoch", "2/2", "step", "32/32"]]
+                                                    ["epoch", "2/2", "step", "24/32"],
+                                                    ["epoch", "2/2", "step", "32/32"]]
     assert all(" loss " in line and " lr " in line and line.endswith(" samples/s") for line in steps)
     assert [line.split(":")[0] for line in lines if line.startswith("eval")] == ["eval at step 16", "eval at step 32"]
     monkeypatch.setenv("OAR_PROGRESS", "1")                     # a bar (as on a terminal): tqdm's, on stderr
