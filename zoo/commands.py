@@ -201,12 +201,7 @@ def _infer_arguments(parser):
 def infer(args):
     """Predict with a run's checkpoint: one line per input (``--json``: one JSON object)."""
     cfg, output_dir = _setup(args, for_inference=True)
-    task = runner.build_task(cfg)
-    runner.load_weights(task.model, _checkpoint(args, output_dir))
-    if args.device != "cpu":
-        task.model.to(args.device)
-    task.model.eval()
-    task.device = args.device
+    task = runner.load_task(cfg, _checkpoint(args, output_dir), args.device)
     takes_paths = bool(args.input_path)
     _predict_and_write(task, args, os.path.basename(output_dir.rstrip(os.sep)) or output_dir, takes_paths)
 

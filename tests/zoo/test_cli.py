@@ -217,3 +217,38 @@ def test_training_mistakes_are_one_line(tmp_path):
     assert_one_error_line(code, err, 1, "nope.yaml")
     code, _, err = oar("eval", "--output_dir", str(tmp_path))
     assert_one_error_line(code, err, 2, "config.yaml")
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory):
+    """A real encoded 64x64 mp4 made by the project's own writer."""
+    from tests.video.helpers import make_video
+    path = tmp_path_factory.mktemp("clips") / "clip.mp4"
+    make_video(str(path), num=16, size=64)
+    return path
+
+
+def test_video_models_take_top_k_and_report_motion_and_shape(clip):
+    code, out, err = oar("run", "tsm_synth", "--input_path", str(clip), "--top_k", "3", "--json")
+    record = json.loads(out)
+    assert code == 0 and record["input"] == str(clip) and len(record["topk"]) == 3, err
+    probs = [p for _, p in record["topk"]]
+    assert probs == sorted(probs, reverse=True) and 0 < probs[0] <= 1
+    code, out, err = oar("run", "attention_lstm_synth", "--input_path", str(clip), "--top_k", "2", "--json")
+    record = json.loads(out)
+    assert code == 0 and len(record["motion_topk"]) == 2 and len(record["shape_topk"]) == 2, err
+    assert {label for label, _ in record["shape_topk"]} <= {"circle", "square", "triangle", "star", "cross", "ring"}
+    code, out, _ = oar("run", "attention_lstm_synth", "--input_path", str(clip), "--top_k", "1")
+    assert code == 0 and out.startswith("motion: ") and " | shape: " in out
+
+
+def test_unreadable_videos_are_one_line(tmp_path, clip):
+    data = clip.read_bytes()
+    cases = {"empty.mp4": b"", "truncated.mp4": data[: len(data) // 3], "text.mp4": b"not a video at all\n"}
+    for name, content in cases.items():
+        path = tmp_path / name
+        path.write_bytes(content)
+        code, _, err = oar("run", "tsm_synth", "--input_path", str(clip), str(path))
+        assert_one_error_line(code, err, 1, str(path))
+    code, _, err = oar("run", "tsm_synth", "--input_path", str(tmp_path / "absent.mp4"))
+    assert_one_error_line(code, err, 1, "absent.mp4")
