@@ -38,7 +38,7 @@ def test_eval_and_infer_use_the_checkpoint(trained):
     assert metrics["acc"] == pytest.approx(summary["best"])
     test_metrics = json.loads(_run("eval", "-c", TINY, "--output_dir", str(out), "--split", "test").stdout)
     assert test_metrics["acc"] >= 0.85
-    lines = _run("infer", "-c", TINY, "--output_dir", str(out), "--input", "0.05 0.1", "2.1 0.0").stdout
+    lines = _run("infer", "-c", TINY, "--output_dir", str(out), "--input", "0.05 0.1", "2.1 0.0", "--json").stdout
     predictions = [json.loads(line) for line in lines.splitlines()]
     assert [p["label"] for p in predictions] == [0, 1]
     assert all(0.5 < p["score"] <= 1.0 for p in predictions)
@@ -49,8 +49,11 @@ def test_infer_reads_a_file_and_writes_json_lines(trained, tmp_path):
     inputs = tmp_path / "inputs.txt"
     inputs.write_text("0 0.1\n\n-2.0 0.1\n")
     target = tmp_path / "out.jsonl"
-    _run("infer", "-c", TINY, "--output_dir", str(out), "--input_file", str(inputs), "--output", str(target))
-    assert [json.loads(l)["label"] for l in target.read_text().splitlines()] == [0, 1]
+    _run("infer", "-c", TINY, "--output_dir", str(out), "--input_file", str(inputs), "--output", str(target),
+         "--json")
+    records = [json.loads(line) for line in target.read_text().splitlines()]
+    assert [r["input"] for r in records] == ["0 0.1", "", "-2.0 0.1"]     # one line per input line, blank included
+    assert [r.get("label") for r in records] == [0, None, 1]
 
 
 def test_resume_continues_from_the_last_checkpoint(trained, tmp_path):
@@ -67,7 +70,7 @@ def test_resume_continues_from_the_last_checkpoint(trained, tmp_path):
 ])
 def test_bad_input_gives_one_clear_line(args, expected, tmp_path):
     result = _run("train", *args, "--output_dir", str(tmp_path), check=False)
-    assert result.returncode == 2
+    assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and expected in lines[0], result.stderr
 
@@ -76,15 +79,16 @@ def test_yaml_float_without_dot_is_explained(tmp_path):
     config = tmp_path / "lr.yaml"
     config.write_text(f"_base_: {TINY}\noptimizer: {{learning_rate: 1e-3}}\n")
     result = _run("train", "-c", str(config), "--output_dir", str(tmp_path), check=False)
-    assert result.returncode == 2 and "write 1.0e-3" in result.stderr and str(config) in result.stderr
+    assert result.returncode == 1 and "write 1.0e-3" in result.stderr and str(config) in result.stderr
 
 
 def test_eval_with_another_models_checkpoint(trained, tmp_path):
     out, _ = trained
-    result = _run("eval", "-c", TINY, "--checkpoint", str(out / "best.npz"), "-o", "model.hidden=8", check=False)
-    first, *details = result.stderr.strip().splitlines()
-    assert result.returncode == 2 and "does not fit this model" in first and "Traceback" not in result.stderr
-    assert any("net.0.weight" in line and "(2, 32)" in line and "(2, 8)" in line for line in details)
+    result = _run("eval", "-c", TINY, "--output_dir", str(tmp_path), "--checkpoint", str(out / "best.npz"),
+                  "-o", "model.hidden=8", check=False)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 1 and len(lines) == 1 and "Traceback" not in result.stderr
+    assert "(2, 32)" in lines[0] and "(2, 8)" in lines[0] and "model.hidden" in lines[0], lines[0]
 
 
 def test_oar_command_matches_tools(trained):

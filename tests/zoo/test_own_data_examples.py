@@ -3,6 +3,9 @@ example file through `oar train`, writes its metrics, and the trained task predi
 configs take a user's file through `-o`, and a malformed user file is one error line naming file and line."""
 import json
 import os
+import shutil
+import subprocess
+import sys
 
 import numpy
 import pytest
@@ -11,10 +14,13 @@ from framework.config import load_config
 from framework.engine import runner
 from nlp.data.peoples_daily import PeoplesDailyTagging
 from nlp.data.reviews import SentimentFile
-from zoo.cli import main
+from zoo.api import register_everything
+
+register_everything()      # the tests build the trained tasks here, as the command does in its process
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 LAC, SENTIMENT, VIDEO = (f"configs/examples/{name}_own_data.yaml" for name in ("lac", "sentiment", "video"))
+OAR = shutil.which("oar", path=os.path.dirname(sys.executable)) or shutil.which("oar")
 
 
 @pytest.fixture(autouse=True)
@@ -24,10 +30,16 @@ def _repo_root(tmp_path, monkeypatch):
     monkeypatch.setenv("OAR_HOME", str(tmp_path / "oar_home"))
 
 
+def _oar(argv):
+    """The installed `oar` console script as a process (inherits the test's $OAR_HOME)."""
+    return subprocess.run([OAR, *argv], capture_output=True, text=True, cwd=ROOT, timeout=600)
+
+
 def _train(config, output_dir, *overrides):
     """`oar train` the config; returns the records of its metrics.jsonl."""
     options = ["-o", *overrides] if overrides else []
-    main(["train", "-c", config, "--output_dir", str(output_dir), "--quiet", *options])
+    result = _oar(["train", "-c", config, "--output_dir", str(output_dir), "--quiet", *options])
+    assert result.returncode == 0, result.stderr
     with open(output_dir / "metrics.jsonl") as f:
         return [json.loads(line) for line in f]
 
@@ -39,14 +51,12 @@ def _trained_task(config, output_dir, *overrides):
     return task
 
 
-def _fail(argv, capsys):
-    """Run `oar` expecting a user error; returns its one stderr line."""
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    assert exit_info.value.code == 2
-    lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ")
-    return lines[0]
+def _fail(argv):
+    """Run `oar` expecting a user error (status 1); returns its one stderr line, less the ``oar: `` prefix."""
+    result = _oar(argv)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 1 and len(lines) == 1 and lines[0].startswith("oar: error: "), result.stderr
+    return lines[0][len("oar: "):]
 
 
 def test_readers_take_the_tag_set_and_splits_from_the_users_file():
@@ -105,10 +115,10 @@ def test_configs_take_a_users_files(tmp_path):
     assert "好" in vocab.tokens and "物" not in vocab.tokens               # built from the user's file
 
 
-def test_a_tag_count_that_does_not_fit_the_model_names_the_right_one(tmp_path, capsys):
+def test_a_tag_count_that_does_not_fit_the_model_names_the_right_one(tmp_path):
     tagged = tmp_path / "mine.txt"
     tagged.write_text("".join(f"第{i}/NUM 天/UNIT\n" for i in range(12)), encoding="utf-8")
-    line = _fail(["train", "-c", LAC, "--output_dir", str(tmp_path), "-o", f"data.train.path={tagged}"], capsys)
+    line = _fail(["train", "-c", LAC, "--output_dir", str(tmp_path), "-o", f"data.train.path={tagged}"])
     assert line == (f"error: LexicalAnalysis: 5 tag names (the tag set of {tagged}) but the model has "
                     f"num_tags=11; set model.num_tags: 5")
 
@@ -119,10 +129,10 @@ def test_a_tag_count_that_does_not_fit_the_model_names_the_right_one(tmp_path, c
     (SENTIMENT, "1\t好\n0 差\n", "{path}:2: expected 'label<TAB>text', found no tab in '0 差'"),
     (SENTIMENT, "1\t好\nbad\t差\n", "{path}:2: label must be 0, 1, negative or positive, got 'bad'"),
 ])
-def test_a_malformed_user_file_is_one_line_naming_file_and_line(tmp_path, capsys, config, content, message):
+def test_a_malformed_user_file_is_one_line_naming_file_and_line(tmp_path, config, content, message):
     path = tmp_path / "mine.txt"
     path.write_text(content, encoding="utf-8")
     fitting_model = ["model.num_tags=3"] if config == LAC else []          # the tag set of "n" alone
     line = _fail(["train", "-c", config, "--output_dir", str(tmp_path / "run"),
-                  "-o", f"data.train.path={path}", *fitting_model], capsys)
+                  "-o", f"data.train.path={path}", *fitting_model])
     assert line.startswith("error: " + message.format(path=path))
