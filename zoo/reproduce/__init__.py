@@ -31,7 +31,7 @@ from framework.engine import runner
 from framework.engine.checkpoint import export_weights
 from framework.serialization import atomic_write
 
-from .catalog import CATALOG_PATH, ROOT, CatalogError, cards, write_card
+from ..catalog import CATALOG_PATH, ROOT, CatalogError, cards, write_card
 
 __all__ = ["GROUPS", "RESULTS_PATH", "reproduce", "update_results", "destination",
            "train_and_measure", "machine_description"]
