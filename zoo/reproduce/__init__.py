@@ -43,7 +43,7 @@ RESULTS_PATH = os.path.join(ROOT, "docs", "RESULTS.md")
 
 def machine_description():
     """One line: CPU model and core count (from :func:`zoo.bench.machine_info`)."""
-    from .bench import machine_info
+    from ..bench import machine_info
     info = machine_info()
     return f"{info['cpu']}, {info['cores']} cores"
 
@@ -148,7 +148,7 @@ def reproduce(target, options):
     elif target in table:
         chosen = [table[target]]
     else:
-        from .catalog import card
+        from ..catalog import card
         card(target)  # raises with close names
     catalog_path, results_path = _targets(options)
     updated = []
