@@ -16,10 +16,10 @@ from framework.engine import runner
 from vision.models.weights import read_weights
 
 from .data.synthetic import MOTIONS, SHAPES
-from .feature_backbone import SyntheticFeatures  # noqa: F401  (registers the dataset)
+from .data.synthetic_features import SyntheticFeatures  # noqa: F401  (registers the dataset)
 from .models import attention_cluster, attention_lstm, nextvlad  # noqa: F401  (register the models)
 from .tasks import feature_recognition  # noqa: F401  (registers the task and metric)
-from .tasks.feature_recognition import resolve_path
+from .data.features import resolve_path
 
 __all__ = ["MODELS", "METRIC_NAMES", "run", "run_one", "visible_counts", "orderless_bound", "count_rule_bound"]
 

@@ -20,7 +20,8 @@ YouTube-8M definitions (the challenge's ``eval_util.py``):
 
 The registered metrics ``MeanClassAccuracy`` and ``YouTube8MMetrics`` read
 ``outputs[score_key]`` (N, C) and ``batch[label_key]``; top-k accuracy in
-configs is ``vision.metrics.TopKAccuracy``.
+configs is ``vision.metrics.TopKAccuracy``. ``FrameAttributeMetrics`` scores
+the per-frame outputs of :class:`video.tasks.frame_attributes.FrameAttributes`.
 """
 import numpy
 
@@ -29,7 +30,7 @@ from framework.registry import METRICS
 from vision.metrics import label_ranks
 
 __all__ = ["topk_accuracy", "mean_class_accuracy", "gap", "hit_at_one", "perr", "mean_ap", "MeanClassAccuracy",
-           "YouTube8MMetrics"]
+           "YouTube8MMetrics", "FrameAttributeMetrics"]
 
 
 def _scores(scores, who):
@@ -209,3 +210,37 @@ class YouTube8MMetrics(_ScoreMetric):
         scores, labels = self.arrays()
         return {"gap": gap(scores, labels, self.top_k), "hit_at_one": hit_at_one(scores, labels),
                 "perr": perr(scores, labels), "map": mean_ap(scores, labels)}
+
+
+@METRICS.register()
+class FrameAttributeMetrics(Metric):
+    """Shape accuracy (visible frames), visibility accuracy, and mean absolute errors of x, y
+    (fractions of the frame) and of the angle (degrees) on visible frames.
+
+    Reads ``outputs`` ``shape`` (M,) class ids, ``visible`` (M,) probabilities and ``geometry`` (M, 5), and
+    ``batch`` ``shape``, ``visible`` and ``geometry`` (N, F[, 5]) with M = N * F (see
+    :class:`video.tasks.frame_attributes.FrameAttributes`).
+    """
+
+    counters = ("count", "visible_count", "shape_right", "visible_right", "xy_error", "angle_error")
+
+    def reset(self):
+        self.count = self.visible_count = self.shape_right = self.visible_right = 0
+        self.xy_error = self.angle_error = 0.0
+
+    def update(self, outputs, batch):
+        visible = to_numpy(batch["visible"]).reshape(-1) > 0.5
+        geometry = to_numpy(batch["geometry"]).reshape(-1, 5)
+        predicted = to_numpy(outputs["geometry"])
+        self.count += visible.size
+        self.visible_count += int(visible.sum())
+        self.visible_right += int(((to_numpy(outputs["visible"]) > 0.5) == visible).sum())
+        self.shape_right += int((to_numpy(outputs["shape"]) == to_numpy(batch["shape"]).reshape(-1))[visible].sum())
+        self.xy_error += float(numpy.abs(predicted[visible, :2] - geometry[visible, :2]).mean(axis=1).sum())
+        turn = numpy.arctan2(predicted[:, 4], predicted[:, 3]) - numpy.arctan2(geometry[:, 4], geometry[:, 3])
+        self.angle_error += float(numpy.degrees(numpy.abs(numpy.angle(numpy.exp(1j * turn))))[visible].sum())
+
+    def compute(self):
+        seen = max(self.visible_count, 1)
+        return {"shape_acc": self.shape_right / seen, "visible_acc": self.visible_right / max(self.count, 1),
+                "xy_mae": self.xy_error / seen, "angle_mae_deg": self.angle_error / seen}

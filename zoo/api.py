@@ -54,7 +54,6 @@ def register_everything():
     import vision.tasks  # noqa: F401
     import video.models  # noqa: F401
     import video.tasks  # noqa: F401
-    import video.feature_backbone  # noqa: F401
 
 
 def task_name(name):

@@ -12,11 +12,12 @@ from framework.engine.task import to_tensors  # noqa: E402
 from framework.registry import MODELS  # noqa: E402
 from video.data.synthetic import SyntheticSpec, plan_video  # noqa: E402
 from video.data.transforms import mirror_array  # noqa: E402
-from video.feature_backbone import (NUM_OUTPUTS, FrameAttributeMetrics, FrameAttributes,  # noqa: E402
-                                    SyntheticFeatures, SyntheticFrameAttributes, frame_targets, mirror_frames,
-                                    mirror_label_map)
+from video.data.frame_attributes import SyntheticFrameAttributes, frame_targets, mirror_frames  # noqa: E402
+from video.data.synthetic_features import SyntheticFeatures, mirror_label_map  # noqa: E402
+from video.metrics import FrameAttributeMetrics  # noqa: E402
 from video.models.attention_lstm import AttentionLSTM  # noqa: E402
 from video.tasks.feature_recognition import FeatureRecognition, LabelGroupAccuracy  # noqa: E402
+from video.tasks.frame_attributes import NUM_OUTPUTS, FrameAttributes  # noqa: E402
 
 SPEC = {"num_frames": [16, 18]}
 BACKBONE = {"type": "resnet18", "base_channels": 4}

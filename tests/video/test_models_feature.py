@@ -6,7 +6,7 @@ import numpy
 import pytest
 
 import framework
-import video.feature_backbone  # noqa: F401  (registers the synthetic feature dataset)
+import video.data.synthetic_features  # noqa: F401  (registers the synthetic feature dataset)
 import video.tasks.feature_recognition  # noqa: F401  (registers the task and metrics)
 from framework.config import load_config
 from framework.engine.runner import build_task

@@ -1,5 +1,6 @@
 """Video data: decoding (PyAV, JPEG frame folders), frame sampling, clip transforms, list-file datasets,
-frame features, and a generator of labelled synthetic videos.
+frame features, a generator of labelled synthetic videos, and the generated set's per-frame targets and
+backbone features.
 
 Importing this package registers the samplers and clip transforms (``TRANSFORMS``)
 and the datasets (``DATASETS``). PyAV and OpenCV are imported only when a video
@@ -14,6 +15,8 @@ from .datasets import (VideoListError, ListFileNotFoundError, read_list_file, re
                        VideoDataset, SyntheticVideos, FrameFeatureDataset)
 from .encode import write_video, write_frame_folder
 from .synthetic import MOTIONS, SHAPES, SyntheticSpec, make_synthetic_set, ensure_synthetic_set
+from .frame_attributes import SyntheticFrameAttributes
+from .synthetic_features import SyntheticFeatures
 
 __all__ = ["VideoReader", "VideoDecodeError", "VideoNotFoundError", "segment_indices", "clip_indices",
            "uniform_indices", "random_indices", "SegmentSampler", "ClipSampler", "RandomShortSideScale", "RandomCrop",
@@ -21,4 +24,4 @@ __all__ = ["VideoReader", "VideoDecodeError", "VideoNotFoundError", "segment_ind
            "save_features", "FeatureExtractor", "extract_features", "VideoListError", "ListFileNotFoundError",
            "read_list_file", "read_class_names", "ClipLoader", "VideoDataset", "SyntheticVideos", "FrameFeatureDataset",
            "write_video", "write_frame_folder", "MOTIONS", "SHAPES", "SyntheticSpec", "make_synthetic_set",
-           "ensure_synthetic_set"]
+           "ensure_synthetic_set", "SyntheticFrameAttributes", "SyntheticFeatures"]

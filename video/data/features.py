@@ -28,7 +28,9 @@ from framework.errors import UserError
 from framework.serialization import atomic_write
 
 __all__ = ["FeatureFileError", "dequantize", "load_features", "save_features", "FeatureExtractor",
-           "extract_features", "feature_transforms"]
+           "extract_features", "feature_transforms", "resolve_path"]
+
+_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 class FeatureFileError(UserError, ValueError):
@@ -69,6 +71,14 @@ def save_features(path, features):
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with atomic_write(path, "wb") as f:
         numpy.save(f, features, allow_pickle=False)
+
+
+def resolve_path(path):
+    """``path`` as given when it exists, else relative to the repository root (shipped backbone weights, class
+    lists)."""
+    if path is None or os.path.isabs(path) or os.path.exists(path):
+        return path
+    return os.path.join(_REPO, path)
 
 
 def feature_transforms(size=224, resize=None):

@@ -33,21 +33,12 @@ from framework.registry import METRICS, MODELS, TASKS
 
 from ..data.datasets import read_class_names
 from ..data.decode import VideoReader
-from ..data.features import FeatureExtractor, feature_transforms
+from ..data.features import FeatureExtractor, feature_transforms, resolve_path
 from ..data.sampling import uniform_indices
 from ..metrics import YouTube8MMetrics
 from .common import RankedPrediction, check_top_k, grouped_topk_result, resolve_label_groups, video_paths
 
-__all__ = ["FeatureRecognition", "LabelGroupAccuracy", "resolve_path"]
-
-_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def resolve_path(path):
-    """``path`` as given when it exists, else relative to the repository root (shipped weights)."""
-    if path is None or os.path.isabs(path) or os.path.exists(path):
-        return path
-    return os.path.join(_REPO, path)
+__all__ = ["FeatureRecognition", "LabelGroupAccuracy"]
 
 
 @METRICS.register()
