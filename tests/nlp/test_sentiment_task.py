@@ -11,28 +11,15 @@ from framework.config import ConfigError, load_config
 from framework.errors import InputError
 from framework.engine import runner
 from framework.fetch import FetchError
-from framework.registry import METRICS, MODELS, TASKS
+from framework.registry import MODELS, TASKS
 import nlp.models.senta  # noqa: F401  (registers the models)
 from nlp.data.tokenizers import CharTokenizer, build_tokenizer
 from nlp.data.vocab import Vocab
-from nlp.tasks.sentiment import MacroF1, SentimentClassification, SentimentCollator, reproduce
+from nlp.tasks.sentiment import SentimentClassification, SentimentCollator, reproduce
 from framework.engine import export_weights
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CHARS = list("好差很不太书手机质量快慢喜欢推荐失望")
-
-
-def test_macro_f1_matches_hand_computation():
-    metric = METRICS.build({"type": "MacroF1"})
-    metric.update({"pred": numpy.array([1, 1, 0, 1])}, {"label": numpy.array([1, 0, 0, 1])})
-    metric.update({"pred": numpy.array([0])}, {"label": numpy.array([1])})
-    # class 0: tp 1, fp 1, fn 1 -> 0.5; class 1: tp 2, fp 1, fn 1 -> 2/3
-    assert metric.compute()["macro_f1"] == pytest.approx((0.5 + 2 / 3) / 2)
-    metric.reset()
-    metric.update({"pred": numpy.array([1, 1])}, {"label": numpy.array([1, 1])})
-    assert metric.compute() == {"macro_f1": 1.0}                     # class 0 never occurs: left out
-    with pytest.raises(ValueError, match=r"class ids must lie in \[0, 2\)"):
-        MacroF1().update({"pred": numpy.array([2])}, {"label": numpy.array([1])})
 
 
 def test_collator_truncates_pads_and_never_gives_an_empty_sequence():
