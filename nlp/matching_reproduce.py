@@ -29,7 +29,8 @@ from framework.fetch import oar_home, sha256_of
 from framework.serialization import load
 
 from nlp.data.matching import NEG_TYPES, POSITIVE, MatchingPairs
-from nlp.data.tokenizers import LacWordTokenizer, normalize
+from nlp.data.tokenizers import normalize
+from nlp.lac.tokenizer import LacWordTokenizer
 from nlp.metrics_matching import auc, best_threshold, ranking_accuracy
 
 __all__ = ["SIMNET_MODELS", "WEIGHTS_DIR", "pair_metrics", "length_artefacts", "word_overlap_peer", "tfidf_peer",

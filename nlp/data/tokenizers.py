@@ -1,37 +1,36 @@
 """Tokenisers that turn raw text into token strings for a :class:`~nlp.data.vocab.Vocab`.
 
-Three kinds, registered in :data:`TOKENIZERS` and built from a config mapping
-such as ``{type: char}``:
+Tokenisers are registered in :data:`TOKENIZERS` and built from a config
+mapping such as ``{type: char}``:
 
 - ``char`` (:class:`CharTokenizer`): one token per character;
-- ``lac_word`` (:class:`LacWordTokenizer`): the words of our LAC tagger running
-  the official Baidu model, cached per text;
 - ``sentencepiece`` (:class:`SentencePieceTokenizer`): pieces of a unigram or
-  BPE model trained on the training texts with the ``sentencepiece`` package.
+  BPE model trained on the training texts with the ``sentencepiece`` package;
+- ``lac_word`` (:class:`nlp.lac.tokenizer.LacWordTokenizer`, registered when
+  :mod:`nlp.lac.tokenizer` is imported, as :mod:`nlp.common` does for the text
+  tasks): the words of our LAC tagger running the official Baidu model, cached per text.
 
-All three first normalise the text the same way (:func:`normalize`: full-width
+All of them first normalise the text the same way (:func:`normalize`: full-width
 forms to ASCII, lower case). ``fit(train_texts, folder, other_texts=())``
 prepares a tokeniser from the training texts and keeps what it learns (a
 SentencePiece model, cached LAC words) in ``folder`` so the next run reuses it;
 ``signature`` names its settings, to key such folders.
 """
-import json
 import os
 
 from framework.fetch import sha256_of
 from framework.registry import Registry
 from framework.serialization import atomic_write
 
-from .text import TextFormatError, full_to_half
+from .text import full_to_half
 
-__all__ = ["TOKENIZERS", "build_tokenizer", "normalize", "Tokenizer", "CharTokenizer", "LacWordTokenizer",
-           "SentencePieceTokenizer"]
+__all__ = ["TOKENIZERS", "build_tokenizer", "normalize", "Tokenizer", "CharTokenizer", "SentencePieceTokenizer"]
 
 TOKENIZERS = Registry("tokenizer")
 
 
 def build_tokenizer(cfg, where="tokenizer"):
-    """The tokeniser described by ``cfg`` (``{type: char|lac_word|sentencepiece, ...}``)."""
+    """The tokeniser described by ``cfg`` (``{type: char|sentencepiece|lac_word, ...}``)."""
     return TOKENIZERS.build(cfg, where=where)
 
 
@@ -76,68 +75,6 @@ class CharTokenizer(Tokenizer):
 
     def tokenize(self, text):
         return [c for c in normalize(text) if not c.isspace()]
-
-
-@TOKENIZERS.register("lac_word")
-class LacWordTokenizer(Tokenizer):
-    """The words of our LAC tagger (official Baidu model, :func:`nlp.lac.load_official_task`).
-
-    Words are normalised (:func:`normalize`) and whitespace-only words dropped.
-    Every text's words are kept in memory, and :meth:`fit` runs the tagger once
-    over the whole corpus and stores the result in ``folder/lac_words.jsonl``,
-    so later runs never tag a corpus text again. ``batch_size`` texts are
-    tagged at a time.
-    """
-
-    signature = "lac_word"
-    CACHE_FILE = "lac_words.jsonl"
-
-    def __init__(self, batch_size: int = 256):
-        self.batch_size = int(batch_size)
-        self._words = {}
-        self._tagger = None
-
-    def __getstate__(self):
-        return {"batch_size": self.batch_size, "_words": self._words, "_tagger": None}
-
-    def _tag(self, texts):
-        if self._tagger is None:
-            from nlp.lac import load_official_task
-            self._tagger = load_official_task()
-        words = []
-        for start in range(0, len(texts), self.batch_size):
-            words.extend(result["words"] for result in self._tagger.predict_raw(texts[start:start + self.batch_size]))
-        return words
-
-    def tokenize(self, text):
-        return self.tokenize_batch([text])[0]
-
-    def tokenize_batch(self, texts):
-        missing = list(dict.fromkeys(t for t in texts if t not in self._words))
-        if missing:
-            to_tag = [t for t in missing if t.strip()]
-            self._words.update({t: [] for t in missing if not t.strip()})
-            for text, words in zip(to_tag, self._tag(to_tag)):
-                self._words[text] = [w for w in (normalize(word).strip() for word in words) if w]
-        return [list(self._words[text]) for text in texts]
-
-    def fit(self, train_texts, folder, other_texts=()):
-        path = os.path.join(folder, self.CACHE_FILE)
-        if os.path.isfile(path):
-            with open(path, encoding="utf-8") as f:
-                for number, line in enumerate(f, start=1):
-                    try:
-                        entry = json.loads(line)
-                        self._words.setdefault(entry["text"], entry["words"])
-                    except (ValueError, KeyError, TypeError):
-                        raise TextFormatError(f"{path}:{number}: not a cached LAC entry "
-                                              f"{{\"text\": ..., \"words\": [...]}}; delete the file to "
-                                              f"tag the corpus again") from None
-        texts = list(dict.fromkeys(list(train_texts) + list(other_texts)))
-        if any(t not in self._words for t in texts):
-            self.tokenize_batch(texts)
-            _write_text(path, "".join(json.dumps({"text": t, "words": w}, ensure_ascii=False) + "\n"
-                                      for t, w in self._words.items()))
 
 
 @TOKENIZERS.register("sentencepiece")
@@ -219,11 +156,3 @@ def _train_sentencepiece(texts, path, vocab_size, model_type, character_coverage
                                        vocab_size=vocab_size, model_type=model_type,
                                        character_coverage=character_coverage, hard_vocab_limit=False,
                                        shuffle_input_sentence=False, num_threads=1, minloglevel=2)
-
-
-def _write_text(path, text):
-    """Write ``text`` to ``path`` as UTF-8 through a temporary file in the same folder."""
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    with atomic_write(path) as f:
-        f.write(text)

@@ -1,4 +1,4 @@
-"""Baidu's official LAC model (``LAC==2.1.2``, folder ``LAC/lac_model/``) converted to oar.
+"""Baidu's official LAC model (``LAC==2.1.2``, folder ``LAC/lac_model/``): its resources, read and converted.
 
 The folder holds the network's 20 parameters in PaddlePaddle's persisted
 format (``model/``, read by :mod:`framework.paddle_format`) and four tables
@@ -15,6 +15,10 @@ stamp skips the conversion, any other stamp converts again. Processes that
 start together on a cold cache download, extract and convert once: each step
 runs under a file lock (:func:`framework.fetch.file_lock`) and the later ones
 find its finished files.
+
+This module reads the resources only (weights as a state dict, tables,
+character vectors, dictionary words); :func:`nlp.lac.task.load_official` and
+:func:`nlp.lac.task.load_official_task` build the model and the task from them.
 """
 import functools
 import hashlib
@@ -22,23 +26,55 @@ import json
 import os
 from dataclasses import dataclass
 
+import numpy
+
 from framework import fetch as fw_fetch
 from framework import load as fw_load, save as fw_save
 from framework.serialization import atomic_write
 from framework.paddle_format import load_paddle_params
 from nlp.data.sources import LAC, LAC_MODEL_DIR
 from nlp.data.text import full_to_half
-from nlp.models.lac import BiGRUCRF, OFFICIAL_NAMES, official_state_dict
 
 from .preprocess import OfficialPreprocessor
 from .segment import CoarseSegmenter
 from .tables import TextFormatError, load_kv_dict
 
-__all__ = ["OfficialTables", "official_model_dir", "source_files", "source_digest", "read_official_tables",
-           "convert_official", "load_official", "load_official_task", "official_char_vectors", "official_words"]
+__all__ = ["OFFICIAL_NAMES", "official_state_dict", "OfficialTables", "official_model_dir", "source_files",
+           "source_digest", "read_official_tables", "convert_official", "read_official", "official_char_vectors",
+           "official_words"]
 
 CONF_FILES = ("word.dic", "tag.dic", "q2b.dic", "small_seg.dic")
 CACHE_FORMAT = 1
+
+
+def _official_names(num_layers):
+    """{official parameter name: our name} for a LAC model of ``num_layers`` BiGRU layers."""
+    names = {"word_emb": "embedding.weight", "crfw": "crf.transition",
+             f"fc_{2 * num_layers}.w_0": "emission.weight", f"fc_{2 * num_layers}.b_0": "emission.bias"}
+    for k in range(num_layers):
+        for offset, direction in enumerate(("fw", "bw")):
+            unit, index = f"gru.layers.{k}.{direction}", 2 * k + offset
+            names.update({f"fc_{index}.w_0": f"{unit}.input_proj.weight", f"fc_{index}.b_0": f"{unit}.input_proj.bias",
+                          f"gru_{index}.w_0": f"{unit}.weight_hh", f"gru_{index}.b_0": f"{unit}.bias_hh"})
+    return names
+
+
+#: The official ``LAC/lac_model/model`` parameter files (2 BiGRU layers) -> our parameter names.
+OFFICIAL_NAMES = _official_names(2)
+
+
+def official_state_dict(params, dtype=numpy.float32):
+    """Our state dict (name -> array of ``dtype``) from the official parameter arrays ``{file name: array}``.
+
+    The number of layers is read from the ``gru_*`` names; every array of the
+    official model must be present (the error lists the missing ones).
+    """
+    num_layers = sum(1 for name in params if name.startswith("gru_") and name.endswith(".w_0")) // 2
+    names = _official_names(num_layers)
+    missing = sorted(set(names) - set(params))
+    if num_layers == 0 or missing:
+        raise KeyError(f"official_state_dict: not a LAC model; missing {', '.join(missing) or 'gru_* weights'}")
+    return {ours: numpy.asarray(params[theirs], dtype=dtype) for theirs, ours in names.items()}
 
 
 @dataclass
@@ -119,7 +155,7 @@ def read_official_tables(model_dir, num_tags):
 
 
 def convert_official(model_dir):
-    """(state dict of :class:`~nlp.models.lac.BiGRUCRF` in float32, :class:`OfficialTables`) from ``model_dir``."""
+    """(state dict of :class:`~nlp.lac.model.BiGRUCRF` in float32, :class:`OfficialTables`) from ``model_dir``."""
     params = load_paddle_params(os.path.join(model_dir, "model"), names=list(OFFICIAL_NAMES))
     state = official_state_dict(params)
     return state, read_official_tables(model_dir, state["crf.transition"].shape[1])
@@ -154,8 +190,15 @@ def _write_cache(cache_dir, digest, state, tables):
         json.dump({"format": CACHE_FORMAT, "source_sha256": digest, **tables.to_json()}, f, ensure_ascii=False)
 
 
-def _official_state_and_tables(model_dir=None, cache_dir=None, use_cache=True):
-    """(float32 state dict, :class:`OfficialTables`), converted once and cached (see :func:`load_official`)."""
+def read_official(model_dir=None, cache_dir=None, use_cache=True):
+    """(float32 state dict of :class:`~nlp.lac.model.BiGRUCRF`, :class:`OfficialTables`) of the official model,
+    converted once and cached.
+
+    Args:
+        model_dir: a ``lac_model`` folder (default: fetched from the pinned distribution).
+        cache_dir: where the converted files live (default ``$OAR_HOME/converted/lac-2.1.2``).
+        use_cache: read and write the converted cache; False always converts from the source.
+    """
     model_dir = model_dir or official_model_dir()
     if not use_cache:
         return convert_official(model_dir)
@@ -192,7 +235,7 @@ def official_words(max_len, model_dir=None):
 @functools.lru_cache(maxsize=2)
 def _official_resources(model_dir):
     """(character vectors, sorted words of >= 2 characters) of the official model, read once per process."""
-    state, tables = _official_state_and_tables(model_dir)
+    state, tables = read_official(model_dir)
     rows = state["embedding.weight"]
     vectors = {}
     for token, index in sorted(tables.word2id.items(), key=lambda item: item[1]):
@@ -203,34 +246,3 @@ def _official_resources(model_dir):
         row.flags.writeable = False
     words = {full_to_half(w) for w in list(tables.segmenter.words) + list(tables.word2id)}
     return vectors, sorted(w for w in words if len(w) >= 2 and not any(c.isspace() for c in w))
-
-
-def load_official(model_dir=None, cache_dir=None, use_cache=True):
-    """(model, preprocessor, tag_names) of the official LAC model, ready for inference.
-
-    Args:
-        model_dir: a ``lac_model`` folder (default: fetched from the pinned distribution).
-        cache_dir: where the converted files live (default ``$OAR_HOME/converted/lac-2.1.2``).
-        use_cache: read and write the converted cache; False always converts from the source.
-
-    Returns:
-        model: :class:`~nlp.models.lac.BiGRUCRF` in eval mode (float32).
-        preprocessor: :class:`~nlp.lac.preprocess.OfficialPreprocessor`.
-        tag_names: list of K tag names (``"n-B"``, ``"PER-I"``, ``"O"`` ...), indexed by tag id.
-    """
-    state, tables = _official_state_and_tables(model_dir, cache_dir, use_cache)
-    model = BiGRUCRF.from_state_dict(state)
-    model.eval()
-    return model, tables.preprocessor(), tables.tag_names
-
-
-def load_official_task(model_dir=None, **task_options):
-    """A :class:`~nlp.tasks.lexical_analysis.LexicalAnalysis` task running the official LAC model.
-
-    ``task_options`` go to the task (``batch_size``, ``max_chunk_len``, ``customization`` ...).
-    ``task.predict_raw(["百度是一家高科技公司"])`` gives
-    ``[{"words": ["百度", "是", "一家", "高科技", "公司"], "tags": ["ORG", "v", "m", "n", "n"]}]``.
-    """
-    from nlp.tasks.lexical_analysis import LexicalAnalysis
-    model, preprocessor, tag_names = load_official(model_dir)
-    return LexicalAnalysis(model, preprocessor=preprocessor, tag_names=tag_names, **task_options)

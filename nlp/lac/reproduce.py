@@ -1,7 +1,7 @@
 """``oar reproduce lac_pku`` and ``oar reproduce lac``: the lexical-analysis cards' own procedures.
 
 Both score on the People's Daily 1998-01 test split with
-:class:`~nlp.metrics.LexicalMetrics` / :func:`~nlp.metrics.score_words`
+:class:`~nlp.lac.metrics.LexicalMetrics` / :func:`~nlp.lac.metrics.score_words`
 (segmentation, POS-aware and entity P/R/F1) and return what
 :mod:`zoo.reproduce` writes into the card and ``docs/RESULTS.md``.
 
@@ -10,7 +10,7 @@ Both score on the People's Daily 1998-01 test split with
   runs without the corpus) and, when the config uses lexicon features (the
   task's ``lexicon_file``), the train split's words to the card's
   ``weights.lexicon`` (:meth:`PeoplesDailyTagging.lexicon
-  <nlp.data.peoples_daily.PeoplesDailyTagging.lexicon>` of the training
+  <nlp.lac.data.PeoplesDailyTagging.lexicon>` of the training
   data) and, when the training data also matches the official LAC
   dictionaries (``official_lexicon``), their words to
   ``weights.official_lexicon`` (the task's second lexicon file), then trains
@@ -27,7 +27,7 @@ import time
 from framework.config import ConfigError, load_config, location
 from framework.fetch import sha256_of
 from framework.registry import DATASETS, MODELS
-from nlp.data.lexicon import save_lexicon
+from nlp.lac.lexicon import save_lexicon
 
 __all__ = ["OFFICIAL_TAG_MAP", "reproduce_lac_pku", "reproduce_lac", "metrics_table"]
 
@@ -155,8 +155,8 @@ def reproduce_lac(entry, options):
     lines (a quick rehearsal); nothing else is accepted.
     """
     from nlp.data.peoples_daily import read_sentences
-    from nlp.metrics import score_words
-    from .official import load_official_task
+    from nlp.lac.metrics import score_words
+    from nlp.lac.task import load_official_task
     limit = _limit(options.overrides)
     start_wall, start_cpu, load_before = time.time(), time.process_time(), os.getloadavg()[0]
     gold = read_sentences("test")[:limit]

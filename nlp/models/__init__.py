@@ -1,4 +1,1 @@
-"""NLP networks, registered in ``framework.registry.MODELS``."""
-from .lac import BiGRUCRF
-
-__all__ = ["BiGRUCRF"]
+"""NLP networks, registered in ``framework.registry.MODELS`` (LAC's is in :mod:`nlp.lac.model`)."""

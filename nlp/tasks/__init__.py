@@ -1,4 +1,1 @@
-"""NLP tasks, registered in ``framework.registry.TASKS``."""
-from .lexical_analysis import LexicalAnalysis
-
-__all__ = ["LexicalAnalysis"]
+"""NLP tasks, registered in ``framework.registry.TASKS`` (LAC's is in :mod:`nlp.lac.task`)."""

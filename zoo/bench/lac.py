@@ -51,8 +51,8 @@ def _oar_step(tokens, labels, lengths, device="cpu"):
     """
     import framework
     from framework.optimizer import Adam
-    from nlp.models.lac import BiGRUCRF
-    from nlp.tasks.lexical_analysis import LexicalAnalysis
+    from nlp.lac.model import BiGRUCRF
+    from nlp.lac.task import LexicalAnalysis
     task = LexicalAnalysis(BiGRUCRF(VOCAB_SIZE, NUM_TAGS).to(device))
     optimizer = Adam(learning_rate=1e-3, parameters=task.model.parameters())
     batch = {"tokens": framework.to_tensor(tokens, device=device),
@@ -129,7 +129,7 @@ def bench_inference(texts=None, batch1_sentences=300, repeat=3):
     Batch 1 runs over the first ``batch1_sentences`` texts, one call each;
     batch 64 runs over all texts in one call.
     """
-    from nlp.lac.official import load_official_task
+    from nlp.lac.task import load_official_task
     texts = _test_texts() if texts is None else texts
     task = load_official_task(max_batch_tokens=64 * 512)
     segmenter, preprocessor = task.preprocessor.segmenter, task.preprocessor

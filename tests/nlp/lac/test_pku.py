@@ -7,7 +7,7 @@ import pytest
 import framework
 from framework.config import load_config
 from framework.engine import runner
-from nlp.models.lac import BiGRUCRF
+from nlp.lac.model import BiGRUCRF
 from zoo.catalog import ROOT
 
 CONFIG = os.path.join(ROOT, "configs", "nlp", "lac_pku.yaml")
@@ -39,8 +39,8 @@ def test_config_builds_its_sizes_with_the_shipped_files_and_lac_learning_rates(c
 
 
 def test_shipped_vocabulary_and_lexicons_are_the_train_splits_and_the_official_ones(cfg):
-    from nlp.data.lexicon import load_lexicon
-    from nlp.data.peoples_daily import char_vocab, train_lexicon
+    from nlp.lac.data import char_vocab, train_lexicon
+    from nlp.lac.lexicon import load_lexicon
     from nlp.data.vocab import Vocab
     from nlp.lac.official import official_words
     train = cfg["data"]["train"]
@@ -112,8 +112,8 @@ def test_train_step_benchmark_reports_both_frameworks():
 
 
 def _lexicon_features(words, max_len=4):
-    from nlp.data.lexicon import LexiconFeatures
     from nlp.data.vocab import Vocab
+    from nlp.lac.lexicon import LexiconFeatures
     vocab = Vocab(list("abcdefg"))
     return vocab, LexiconFeatures(words, vocab, max_len=max_len)
 
@@ -143,8 +143,8 @@ def test_lexicon_features_without_matches_and_in_short_rows():
 
 
 def test_lexicon_file_round_trips_and_rejects_repeats(tmp_path):
-    from nlp.data.lexicon import load_lexicon, save_lexicon
     from nlp.data.text import TextFormatError
+    from nlp.lac.lexicon import load_lexicon, save_lexicon
     save_lexicon(["中国", "发展"], str(tmp_path / "lex.txt"))
     assert load_lexicon(str(tmp_path / "lex.txt")) == ["中国", "发展"]
     (tmp_path / "bad.txt").write_text("中国\n发展\n中国\n", encoding="utf-8")
@@ -155,7 +155,7 @@ def test_lexicon_file_round_trips_and_rejects_repeats(tmp_path):
 
 
 def test_train_lexicon_counts_the_train_splits_words(tmp_path):
-    from nlp.data.peoples_daily import PeoplesDailyTagging, train_lexicon
+    from nlp.lac.data import PeoplesDailyTagging, train_lexicon
     lines = ["北京/ns  是/v  首都/n", "测试/v  一/m", "上海/ns  是/v  城市/n"] * 2 + ["北京/ns  很/d  大/a"] * 8
     path = tmp_path / "corpus.txt"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")        # lines 0 and 1 (dev/test) are not counted
@@ -166,9 +166,9 @@ def test_train_lexicon_counts_the_train_splits_words(tmp_path):
 
 
 def test_jackknife_features_match_each_sample_against_the_other_folds(tmp_path):
-    from nlp.data.lexicon import LexiconFeatures
-    from nlp.data.peoples_daily import PeoplesDailyTagging, jackknife_lexicons
-    from nlp.tasks.lexical_analysis import TaggingCollator
+    from nlp.lac.data import PeoplesDailyTagging, jackknife_lexicons
+    from nlp.lac.lexicon import LexiconFeatures
+    from nlp.lac.task import TaggingCollator
     lines = [f"{w}/n  是/v  首都/n" for w in ("北京", "东京", "上海", "巴黎", "罗马", "柏林", "伦敦", "开罗", "华沙", "雅典")]
     path = tmp_path / "corpus.txt"
     path.write_text("\n".join(lines * 2) + "\n", encoding="utf-8")     # train lines 2..9 and 12..19
@@ -195,9 +195,9 @@ def test_jackknife_features_match_each_sample_against_the_other_folds(tmp_path):
 def test_lexicon_model_reads_the_features_the_task_computes(tmp_path):
     from framework.config import ConfigError
     from framework.engine.task import to_tensors
-    from nlp.data.lexicon import save_lexicon
     from nlp.data.vocab import Vocab
-    from nlp.tasks.lexical_analysis import LexicalAnalysis
+    from nlp.lac.lexicon import save_lexicon
+    from nlp.lac.task import LexicalAnalysis
     vocab = Vocab(list("今天是好日子"))
     vocab.save(str(tmp_path / "vocab.txt"))
     save_lexicon(["今天", "日子"], str(tmp_path / "lex.txt"))

@@ -1,11 +1,12 @@
-"""nlp.metrics: span reading, segmentation / POS / entity P-R-F1 from labels and from words."""
+"""nlp.lac.metrics: span reading, segmentation / POS / entity P-R-F1 from labels and from words."""
 import numpy
 import pytest
 
 import framework
 from framework.registry import METRICS
 from nlp.data import peoples_daily as pd
-from nlp.metrics import LexicalMetrics, score_words, spans, word_spans
+from nlp.lac import data as lac_data
+from nlp.lac.metrics import LexicalMetrics, score_words, spans, word_spans
 
 # Hand-made example (two sentences; the gold words are People's Daily style).
 GOLD = [(["江", "泽民", "访问", "美国"], ["nr", "nr", "v", "ns"]),
@@ -25,7 +26,7 @@ EXPECTED = {
 
 
 def _labels(sentences):
-    return [pd.char_labels(words, tags)[1] for words, tags in sentences]
+    return [lac_data.char_labels(words, tags)[1] for words, tags in sentences]
 
 
 def _batch(sentences, width, pad_id):
@@ -140,7 +141,7 @@ def test_lexical_metrics_rejects_bad_batches():
 
 
 def test_lexical_metrics_state_round_trip_merges_counts():
-    from nlp.metrics import LexicalMetrics
+    from nlp.lac.metrics import LexicalMetrics
     from nlp.data.peoples_daily import TAGSET
     n_b, n_i = TAGSET.encode(["n-B", "n-I"])
     batch = {"labels": numpy.array([[n_b, n_i, n_b]]), "tokens_lengths": numpy.array([3])}

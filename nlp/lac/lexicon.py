@@ -28,8 +28,8 @@ import numpy
 
 from framework import backend
 
-from .text import check_unique_lines, full_to_half, read_utf8_lines
-from .vocab import Vocab, _write_lines
+from nlp.data.text import check_unique_lines, full_to_half, read_utf8_lines
+from nlp.data.vocab import Vocab, _write_lines
 
 __all__ = ["DEFAULT_MAX_LEN", "load_lexicon", "save_lexicon", "LexiconFeatures", "StackedLexiconFeatures"]
 

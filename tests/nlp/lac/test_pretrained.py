@@ -5,10 +5,10 @@ import numpy
 import pytest
 
 from framework.engine import runner
-from nlp.data.peoples_daily import char_vocab
 from nlp.data.vocab import Vocab
+from nlp.lac.data import char_vocab
+from nlp.lac.model import BiGRUCRF
 from nlp.lac.official import official_char_vectors, official_words
-from nlp.models.lac import BiGRUCRF
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,9 @@ from framework.errors import InputError
 from framework.nn import functional as F
 from framework.registry import TASKS
 from nlp.data.vocab import TagSet, Vocab
+from nlp.lac.model import BiGRUCRF
 from nlp.lac.preprocess import CharPreprocessor
-from nlp.models.lac import BiGRUCRF
-from nlp.tasks.lexical_analysis import LexicalAnalysis, expand_tags, group_words
+from nlp.lac.task import LexicalAnalysis, expand_tags, group_words
 
 CHARS = "今天是个好日子我爱北京。"
 TAGS = TagSet.from_pos(["n", "v", "w"])
@@ -166,7 +166,7 @@ def test_built_from_a_config_with_saved_vocab_and_tags(tmp_path):
 
 @pytest.mark.gpu
 def test_official_model_on_gpu_matches_cpu():
-    from nlp.lac.official import load_official_task
+    from nlp.lac.task import load_official_task
     task = load_official_task()
     texts = ["百度是一家高科技公司", "LAC是个优秀的分词工具", "今天是个好日子"]
     on_cpu = task.predict_raw(texts)

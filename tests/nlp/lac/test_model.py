@@ -1,4 +1,4 @@
-"""nlp.models.lac.BiGRUCRF: registration, shapes, gradients, round trip, the official name mapping,
+"""nlp.lac.model.BiGRUCRF: registration, shapes, gradients, round trip, the official name mapping,
 and agreement with an independent NumPy transcription of LAC's network (lac_official.md §6)."""
 import numpy
 import pytest
@@ -6,7 +6,8 @@ import pytest
 import framework
 from framework import nn
 from framework.registry import MODELS
-from nlp.models.lac import OFFICIAL_NAMES, BiGRUCRF, official_state_dict
+from nlp.lac.model import BiGRUCRF
+from nlp.lac.official import OFFICIAL_NAMES, official_state_dict
 
 V, K, E, H = 30, 7, 6, 5
 

@@ -38,7 +38,7 @@ Parameter names (E = emb_dim, H = hidden, K = num_tags, V = vocab_size)::
     emission.bias                                 (K,)
     crf.transition                                (K+2, K)
 
-:data:`OFFICIAL_NAMES` maps the 20 arrays of the official ``lac_model`` onto them.
+:data:`nlp.lac.official.OFFICIAL_NAMES` maps the 20 arrays of the official ``lac_model`` onto them.
 """
 import numpy
 
@@ -48,37 +48,9 @@ from framework.nn import initializer as init
 from framework.registry import MODELS
 from nlp.data.vocab import Vocab
 
-__all__ = ["BiGRUCRF", "OFFICIAL_NAMES", "official_state_dict"]
+from .official import official_char_vectors, official_state_dict
 
-
-def _official_names(num_layers):
-    """{official parameter name: our name} for a LAC model of ``num_layers`` BiGRU layers."""
-    names = {"word_emb": "embedding.weight", "crfw": "crf.transition",
-             f"fc_{2 * num_layers}.w_0": "emission.weight", f"fc_{2 * num_layers}.b_0": "emission.bias"}
-    for k in range(num_layers):
-        for offset, direction in enumerate(("fw", "bw")):
-            unit, index = f"gru.layers.{k}.{direction}", 2 * k + offset
-            names.update({f"fc_{index}.w_0": f"{unit}.input_proj.weight", f"fc_{index}.b_0": f"{unit}.input_proj.bias",
-                          f"gru_{index}.w_0": f"{unit}.weight_hh", f"gru_{index}.b_0": f"{unit}.bias_hh"})
-    return names
-
-
-#: The official ``LAC/lac_model/model`` parameter files (2 BiGRU layers) -> our parameter names.
-OFFICIAL_NAMES = _official_names(2)
-
-
-def official_state_dict(params, dtype=numpy.float32):
-    """Our state dict (name -> array of ``dtype``) from the official parameter arrays ``{file name: array}``.
-
-    The number of layers is read from the ``gru_*`` names; every array of the
-    official model must be present (the error lists the missing ones).
-    """
-    num_layers = sum(1 for name in params if name.startswith("gru_") and name.endswith(".w_0")) // 2
-    names = _official_names(num_layers)
-    missing = sorted(set(names) - set(params))
-    if num_layers == 0 or missing:
-        raise KeyError(f"official_state_dict: not a LAC model; missing {', '.join(missing) or 'gru_* weights'}")
-    return {ours: numpy.asarray(params[theirs], dtype=dtype) for theirs, ours in names.items()}
+__all__ = ["BiGRUCRF"]
 
 
 @MODELS.register()
@@ -144,7 +116,6 @@ class BiGRUCRF(nn.Layer):
         returns the number of rows set (0 without the option). Training calls it once, before the first step."""
         if not self.official_embedding_vocab:
             return 0
-        from nlp.lac.official import official_char_vectors   # that module imports this one
         vocab = Vocab.load(self.official_embedding_vocab)
         weight = self.embedding.weight
         if len(vocab) != weight.shape[0]:

@@ -1,6 +1,6 @@
 """Lexical analysis: word segmentation, part of speech and named entities in one BiGRU-CRF tagging pass.
 
-The model (e.g. :class:`~nlp.models.lac.BiGRUCRF`) scores every tag at every
+The model (e.g. :class:`~nlp.lac.model.BiGRUCRF`) scores every tag at every
 input id; the task trains it with the CRF negative log-likelihood and decodes
 with Viterbi. Raw text goes through a *preprocessor* (``encode(text) -> (ids,
 word_lengths)``: the official LAC one, which mixes word and character ids, or
@@ -43,20 +43,24 @@ stays bounded for any input size.
 
 **Lexicon features.** With ``lexicon_file`` the task matches that word list
 (or each of a list of word lists, their features side by side in list order,
-:class:`~nlp.data.lexicon.StackedLexiconFeatures`) against the character ids
+:class:`~nlp.lac.lexicon.StackedLexiconFeatures`) against the character ids
 of every batch (training, evaluation and raw text alike) with
-:class:`~nlp.data.lexicon.LexiconFeatures` and passes the features to the
+:class:`~nlp.lac.lexicon.LexiconFeatures` and passes the features to the
 model as ``lexicon``; the model must read as many (``lexicon_features``).
 The lexicon needs the character vocabulary (``vocab_file``) to match on ids.
 A batch that already holds ``lexicon`` features (N, T, F) (a dataset's
 jackknifed training features, see
-:class:`~nlp.data.peoples_daily.PeoplesDailyTagging`) is used as it is.
+:class:`~nlp.lac.data.PeoplesDailyTagging`) is used as it is.
 
 **Assets.** ``save_assets`` copies into a run directory the character
 vocabulary (``vocab_file``), the lexicons (``lexicon_file``) and the user
 dictionary (``customization``, when a path) and writes the tag set it read
 from ``tag_file`` or built from ``tagged_file`` as ``tags.txt`` (``tag_file``;
 ``tagged_file`` is then no longer needed).
+
+**The official model.** :func:`load_official` builds Baidu's LAC network and
+preprocessor from the resources that :mod:`nlp.lac.official` reads, and
+:func:`load_official_task` wraps them in a :class:`LexicalAnalysis`.
 """
 import os
 import re
@@ -72,14 +76,20 @@ from framework.io import SequenceCollator
 from framework.nn import functional as F
 from framework.registry import TASKS
 
-from nlp.data.lexicon import DEFAULT_MAX_LEN, LexiconFeatures, StackedLexiconFeatures, load_lexicon
-from nlp.data.peoples_daily import TAGSET as PEOPLES_DAILY_TAGSET, file_tagset
+from nlp.data.peoples_daily import TAGSET as PEOPLES_DAILY_TAGSET
 from nlp.data.text import split_points
 from nlp.data.vocab import TagSet, Vocab
-from nlp.lac.customization import Customization, load_customization
-from nlp.lac.preprocess import CharPreprocessor
 
-__all__ = ["LexicalAnalysis", "TaggingCollator", "expand_tags", "group_words"]
+from .customization import Customization, load_customization
+from .data import file_tagset
+from .lexicon import DEFAULT_MAX_LEN, LexiconFeatures, StackedLexiconFeatures, load_lexicon
+from .metrics import LexicalMetrics
+from .model import BiGRUCRF
+from .official import read_official
+from .preprocess import CharPreprocessor
+
+__all__ = ["LexicalAnalysis", "TaggingCollator", "expand_tags", "group_words", "load_official",
+           "load_official_task"]
 
 
 def expand_tags(tags, word_lengths):
@@ -312,7 +322,6 @@ class LexicalAnalysis(Task):
     def metrics(self):
         if self._metrics is not None:
             return self._metrics
-        from nlp.metrics import LexicalMetrics
         return [LexicalMetrics(tags=self.tag_names, pred_key="tags", label_key="labels",
                                lengths_key="tokens_lengths")]
 
@@ -406,3 +415,33 @@ class LexicalAnalysis(Task):
             joined[owner].extend(tags)
         return [self._analyse(text, tags) if text else {"words": [], "tags": []}
                 for text, tags in zip(texts, joined)]
+
+
+def load_official(model_dir=None, cache_dir=None, use_cache=True):
+    """(model, preprocessor, tag_names) of the official LAC model, ready for inference.
+
+    Args:
+        model_dir: a ``lac_model`` folder (default: fetched from the pinned distribution).
+        cache_dir: where the converted files live (default ``$OAR_HOME/converted/lac-2.1.2``).
+        use_cache: read and write the converted cache; False always converts from the source.
+
+    Returns:
+        model: :class:`~nlp.lac.model.BiGRUCRF` in eval mode (float32).
+        preprocessor: :class:`~nlp.lac.preprocess.OfficialPreprocessor`.
+        tag_names: list of K tag names (``"n-B"``, ``"PER-I"``, ``"O"`` ...), indexed by tag id.
+    """
+    state, tables = read_official(model_dir, cache_dir, use_cache)
+    model = BiGRUCRF.from_state_dict(state)
+    model.eval()
+    return model, tables.preprocessor(), tables.tag_names
+
+
+def load_official_task(model_dir=None, **task_options):
+    """A :class:`LexicalAnalysis` task running the official LAC model.
+
+    ``task_options`` go to the task (``batch_size``, ``max_chunk_len``, ``customization`` ...).
+    ``task.predict_raw(["百度是一家高科技公司"])`` gives
+    ``[{"words": ["百度", "是", "一家", "高科技", "公司"], "tags": ["ORG", "v", "m", "n", "n"]}]``.
+    """
+    model, preprocessor, tag_names = load_official(model_dir)
+    return LexicalAnalysis(model, preprocessor=preprocessor, tag_names=tag_names, **task_options)

@@ -6,7 +6,7 @@ import pytest
 
 from nlp.data.text import TextFormatError
 from nlp.lac.customization import Customization, CustomizationError, load_customization
-from nlp.lac.official import load_official_task
+from nlp.lac.task import load_official_task
 
 from .lac_source import lac_module
 

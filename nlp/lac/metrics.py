@@ -35,9 +35,9 @@ import numpy
 from framework.engine.metrics import Metric, to_numpy
 from framework.registry import METRICS
 
-from .data.peoples_daily import TAGSET as PEOPLES_DAILY_TAGSET
-from .data.text import full_to_half
-from .data.vocab import TagSet
+from nlp.data.peoples_daily import TAGSET as PEOPLES_DAILY_TAGSET
+from nlp.data.text import full_to_half
+from nlp.data.vocab import TagSet
 
 __all__ = ["ENTITY_TYPES", "spans", "word_spans", "SpanCounts", "score_words", "LexicalMetrics"]
 

@@ -14,10 +14,11 @@ import pytest
 from framework.engine.task import to_tensors
 from nlp.data.text import TextFormatError
 from nlp.lac import official
-from nlp.lac.official import load_official, load_official_task, official_model_dir
+from nlp.lac.official import official_model_dir
 from nlp.lac.preprocess import OfficialPreprocessor
 from nlp.lac.segment import CoarseSegmenter
 from nlp.lac.tables import load_kv_dict
+from nlp.lac.task import load_official, load_official_task
 
 from .lac_source import lac_module
 
@@ -213,18 +214,18 @@ def test_concurrent_first_loads_convert_once(tmp_path):
     model_dir, cache, go = official_model_dir(), tmp_path / "cache", tmp_path / "go"
     script = textwrap.dedent(f"""
         import hashlib, json, os, time
-        from nlp.lac import official
+        from nlp.lac import official, task
         convert = official.convert_official
         converted = []
         official.convert_official = lambda model_dir: converted.append(1) or convert(model_dir)
         while not os.path.exists({str(go)!r}):
             time.sleep(0.005)
-        model, pre, tags = official.load_official({model_dir!r}, cache_dir={str(cache)!r})
+        model, pre, tags = task.load_official({model_dir!r}, cache_dir={str(cache)!r})
         crf = model.state_dict()["crf.transition"].numpy()
         print(json.dumps({{"converted": len(converted), "tags": len(tags), "vocabulary": len(pre.word2id),
                            "crf": hashlib.sha256(crf.tobytes()).hexdigest()}}))
     """)
-    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    root = os.path.join(os.path.dirname(__file__), "..", "..", "..")
     workers = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, cwd=root) for _ in range(3)]
     time.sleep(2.0)                                  # let every worker import and wait at the start line
