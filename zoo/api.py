@@ -37,13 +37,13 @@ def register_everything():
     """Import the packages that register models, datasets, metrics and tasks (the zoo sits above them all)."""
     from . import toy  # noqa: F401
     import nlp.data.matching  # noqa: F401
-    import nlp.data.peoples_daily  # noqa: F401
+    import nlp.lac.data  # noqa: F401
     import nlp.data.reviews  # noqa: F401
-    import nlp.metrics  # noqa: F401
-    import nlp.models.lac  # noqa: F401
+    import nlp.lac.metrics  # noqa: F401
+    import nlp.lac.model  # noqa: F401
     import nlp.models.senta  # noqa: F401
     import nlp.models.simnet  # noqa: F401
-    import nlp.tasks.lexical_analysis  # noqa: F401
+    import nlp.lac.task  # noqa: F401
     import nlp.tasks.matching  # noqa: F401
     import nlp.tasks.sentiment  # noqa: F401
     import video.data  # noqa: F401
