@@ -2,7 +2,7 @@
 
 ``python tools/make_vision_fixture.py [--out PATH]`` (needs ``torch``; run once,
 the file is checked in). Two tiny ResNets of torchvision's definition
-(``vision.torch_reference``) get random weights and BatchNorm statistics:
+(``zoo.bench.torch_twins``) get random weights and BatchNorm statistics:
 
 - ``basic``: ResNet-18's layout (basic blocks [2, 2, 2, 2]) at base width 3;
 - ``bottleneck``: bottleneck blocks [2, 1, 1, 1] at base width 2.
@@ -24,7 +24,7 @@ import numpy
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from vision.torch_reference import torch_resnet  # noqa: E402
+from zoo.bench.torch_twins import require_torch, torch_resnet  # noqa: E402
 from zoo.cli import run_tool  # noqa: E402
 
 MODELS = {"basic": {"block": "basic", "layers": (2, 2, 2, 2), "base_channels": 3},
@@ -48,7 +48,7 @@ def _randomise_batch_norms(model, torch):
 
 def make_fixture(out=DEFAULT_OUT, seed=0):
     """Build the models, run them and write the arrays to ``out``; returns the dict written."""
-    import torch
+    torch = require_torch()
 
     torch.manual_seed(seed)
     x = torch.randn(2, 3, 40, 40)

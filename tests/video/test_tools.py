@@ -1,4 +1,4 @@
-"""tools/make_synthetic_videos.py and tools/extract_features.py end to end; the video_data benchmark runs."""
+"""tools/make_synthetic_videos.py and tools/extract_features.py end to end."""
 import json
 import os
 import re
@@ -62,16 +62,6 @@ def test_generate_then_extract_features(tmp_path):
 def test_bad_generator_ranges_are_reported(tmp_path):
     result = _run("make_synthetic_videos", "--out", str(tmp_path), "--num", "2", "--travel", "0.1", "0.2")
     assert result.returncode == 2 and "travel must be at least 0.25" in result.stderr
-
-
-def test_video_data_benchmark_quick():
-    from video.benchmarks import run_all
-    result = run_all(quick=True)
-    assert result["decode"]["seek_8_frames_s"] > 0 and result["decode"]["frames"] >= 32
-    rows = result["tsn_112"]
-    assert [(r["worker_type"], r["num_workers"]) for r in rows] == [
-        ("main", 0), ("thread", 1), ("thread", 2), ("process", 1), ("process", 2)]
-    assert all(r["samples_per_s"] > 0 for r in rows)
 
 
 def test_user_mistakes_are_one_line_errors(tmp_path):

@@ -54,7 +54,7 @@ def test_convert_names_the_keys_that_do_not_match():
 
 def test_pth_file_round_trip(tmp_path):
     torch = pytest.importorskip("torch")
-    from vision.torch_reference import torch_resnet
+    from zoo.bench.torch_twins import torch_resnet
     torch.manual_seed(0)
     reference = torch_resnet("basic", (1, 1, 1, 1), num_classes=5, base_channels=4).eval()
     source = str(tmp_path / "model.pth")

@@ -1,5 +1,7 @@
 """Benchmarks that print one JSON object each (``oar bench NAME`` / ``tools/bench.py NAME``).
 
+One module per suite (``zoo/bench/<suite>.py``, each with ``run_all(quick=False)``)
+and :mod:`zoo.bench.torch_twins`, the PyTorch models they measure against.
 Timings are the best of several repeats after a warm-up; nothing here is asserted.
 """
 import importlib
@@ -36,17 +38,17 @@ def machine_info():
 
 
 SUITES = {  # benchmark name -> module whose ``run_all(quick=False)`` measures it (on its default device)
-    "framework": "framework.benchmarks",
-    "data": "framework.io.benchmarks",
-    "dist": "framework.distributed.benchmarks",
-    "lac": "nlp.lac.benchmarks",
-    "senta": "nlp.senta_benchmarks",
-    "gpu": "zoo.gpu_benchmarks",
-    "cli": "zoo.cli_benchmarks",
-    "vision": "vision.benchmarks",
-    "video_data": "video.benchmarks",
-    "video_models": "video.model_benchmarks",
-    "video_feature_models": "video.feature_benchmarks",
+    "framework": "zoo.bench.framework",
+    "data": "zoo.bench.data",
+    "dist": "zoo.bench.dist",
+    "lac": "zoo.bench.lac",
+    "senta": "zoo.bench.senta",
+    "gpu": "zoo.bench.gpu",
+    "cli": "zoo.bench.cli",
+    "vision": "zoo.bench.vision",
+    "video_data": "zoo.bench.video_data",
+    "video_models": "zoo.bench.video_models",
+    "video_feature_models": "zoo.bench.video_feature_models",
 }
 
 

@@ -19,36 +19,27 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
+
+from framework.timing import best_time
+
+from .lac import peoples_daily_test_texts
 
 __all__ = ["run_all"]
 
 
-def _sentences(count):
-    from nlp.data.peoples_daily import read_sentences
-    return ["".join(sentence.words) for sentence in read_sentences("test")[:count]]
-
-
 def _best_process_time(command, repeat):
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        best = min(best, time.perf_counter() - start)
-    return best
+    """Shortest wall time of running ``command`` as a process (no warm-up run)."""
+    return best_time(lambda: subprocess.run(command, check=True, stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.DEVNULL), repeat=repeat, warmup=0)
 
 
 def run_all(quick=False, repeat=3):
     """``{"lines", "api", "cli", "ratio"}``; see the module docstring."""
     import zoo
-    lines = _sentences(200 if quick else 1000)
+    lines = peoples_daily_test_texts(200 if quick else 1000)
     task = zoo.load("lac_pku")
     task.predict(lines[:64])                                   # warm-up
-    api = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        task.predict(lines)
-        api = min(api, time.perf_counter() - start)
+    api = best_time(lambda: task.predict(lines), repeat=repeat, warmup=0)
     oar = shutil.which("oar", path=os.path.dirname(sys.executable)) or shutil.which("oar")
     with tempfile.TemporaryDirectory() as folder:
         many, one = os.path.join(folder, "lines.txt"), os.path.join(folder, "one.txt")

@@ -1,4 +1,5 @@
-"""Data-loading throughput: samples/s of CPU-heavy pipelines for several worker counts, threads and processes.
+"""Data-loading throughput (``oar bench data``): samples/s of CPU-heavy pipelines for several worker counts,
+threads and processes.
 
 Two pipelines, both built from data generated here:
 
@@ -19,9 +20,8 @@ import time
 
 import numpy
 
-from .collate import SequenceCollator, default_collate
-from .dataset import Dataset
-from .loader import DataLoader
+from framework.io import DataLoader, Dataset
+from framework.io.collate import SequenceCollator, default_collate
 
 __all__ = ["JpegDataset", "TokenizeDataset", "Cycled", "bench_loader", "run_all"]
 

@@ -1,7 +1,8 @@
-"""Data-parallel benchmarks on CPU: all-reduce bandwidth, and training step time on 1 vs 2 processes.
+"""Data-parallel benchmarks on CPU (``oar bench dist``): all-reduce bandwidth, and training step time on 1 vs 2
+processes.
 
 ``run_all`` starts the measurements as MPI jobs (``mpiexec -n P python -m
-framework.distributed.benchmarks WORKER``) and returns their results:
+zoo.bench.dist WORKER``) and returns their results:
 
 - ``allreduce``: for several message sizes, the time of one in-place float32
   all-reduce over 2 processes, its algorithm bandwidth (bytes / time) and bus
@@ -107,12 +108,12 @@ def _worker(argv):
 def _run_job(nproc, worker_args, threads=None):
     """Run this module's worker as ``nproc`` MPI processes (``threads`` BLAS threads each,
     default ``cores // nproc``); its JSON result."""
-    from .launcher import THREAD_VARIABLES, mpiexec_command
+    from framework.distributed.launcher import THREAD_VARIABLES, mpiexec_command
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     threads = str(threads or max(1, (os.cpu_count() or 1) // nproc))
     env = {**os.environ, **{name: threads for name in THREAD_VARIABLES},
            "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
-    command = mpiexec_command(nproc, [sys.executable, "-m", "framework.distributed.benchmarks", *worker_args])
+    command = mpiexec_command(nproc, [sys.executable, "-m", "zoo.bench.dist", *worker_args])
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:
         raise RuntimeError(f"benchmark job {' '.join(worker_args)} on {nproc} processes failed:\n{done.stderr}")
@@ -122,7 +123,7 @@ def _run_job(nproc, worker_args, threads=None):
 def run_all(quick=False):
     """All-reduce bandwidth on 2 processes and step times on 1 and 2; a dict for ``oar bench dist``."""
     import importlib.util
-    from .launcher import find_mpiexec
+    from framework.distributed.launcher import find_mpiexec
     if importlib.util.find_spec("mpi4py") is None or find_mpiexec() is None:
         return {"skipped": "needs mpi4py and mpiexec: pip install 'oar[dist]'"}
     flags = ["--quick"] if quick else []

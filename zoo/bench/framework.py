@@ -13,24 +13,14 @@ from framework import nn
 import framework.nn.functional as F
 from framework.timing import best_time
 
+from .torch_twins import torch_or_none
+
 __all__ = ["bench_matmul", "bench_conv2d", "bench_gru", "bench_op_overhead", "run_all"]
 
 RESNET50_3X3 = [  # (batch, channels in = out, height = width)
     (8, 64, 56),
     (8, 256, 14),
 ]
-
-
-def _best(fn, repeat, warmup=1):
-    return best_time(fn, repeat=repeat, warmup=warmup)
-
-
-def _torch():
-    try:
-        import torch
-        return torch
-    except ImportError:
-        return None
 
 
 def bench_matmul(sizes=((1024, 1024, 1024), (64, 576, 25088), (256, 2304, 1568)), repeat=10):
@@ -42,8 +32,8 @@ def bench_matmul(sizes=((1024, 1024, 1024), (64, 576, 25088), (256, 2304, 1568))
         b = rng.standard_normal((k, n), dtype=numpy.float32)
         ta, tb = framework.to_tensor(a), framework.to_tensor(b)
         flops = 2.0 * m * k * n
-        t_np = _best(lambda: numpy.matmul(a, b), repeat)
-        t_fw = _best(lambda: framework.matmul(ta, tb), repeat)
+        t_np = best_time(lambda: numpy.matmul(a, b), repeat)
+        t_fw = best_time(lambda: framework.matmul(ta, tb), repeat)
         rows.append({"shape": [m, k, n], "numpy_gflops": flops / t_np / 1e9, "oar_gflops": flops / t_fw / 1e9,
                      "ratio": t_np / t_fw})
     return rows
@@ -56,7 +46,7 @@ def bench_conv2d(shapes=RESNET50_3X3, repeat=10):
     Forward+backward counts three GEMMs' worth of flops (output, input and weight gradients).
     """
     rng = numpy.random.default_rng(0)
-    torch = _torch()
+    torch = torch_or_none()
     rows = []
     for n, c, hw in shapes:
         x = rng.standard_normal((n, c, hw, hw), dtype=numpy.float32)
@@ -64,18 +54,18 @@ def bench_conv2d(shapes=RESNET50_3X3, repeat=10):
         flops = 2.0 * n * hw * hw * c * c * 9
         gemm_a = rng.standard_normal((c, c * 9), dtype=numpy.float32)
         gemm_b = rng.standard_normal((c * 9, n * hw * hw), dtype=numpy.float32)
-        t_gemm = _best(lambda: numpy.matmul(gemm_a, gemm_b), repeat)
+        t_gemm = best_time(lambda: numpy.matmul(gemm_a, gemm_b), repeat)
         tx = framework.to_tensor(x, requires_grad=True)
         tw = framework.to_tensor(w, requires_grad=True)
         with framework.no_grad():
-            t_fwd = _best(lambda: F.conv2d(tx, tw, padding=1), repeat)
+            t_fwd = best_time(lambda: F.conv2d(tx, tw, padding=1), repeat)
 
         def fwd_bwd():
             tx.grad = tw.grad = None
             y = F.conv2d(tx, tw, padding=1)
             y.backward(numpy.ones(y.shape, numpy.float32))
 
-        t_fb = _best(fwd_bwd, repeat)
+        t_fb = best_time(fwd_bwd, repeat)
         row = {"shape": {"batch": n, "channels": c, "hw": hw, "kernel": 3},
                "numpy_sgemm_gflops": flops / t_gemm / 1e9,
                "oar_forward_gflops": flops / t_fwd / 1e9,
@@ -89,7 +79,7 @@ def bench_conv2d(shapes=RESNET50_3X3, repeat=10):
                 px.grad = pw.grad = None
                 torch.nn.functional.conv2d(px, pw, padding=1).sum().backward()
 
-            row["torch_forward_backward_gflops"] = 3 * flops / _best(torch_fb, repeat) / 1e9
+            row["torch_forward_backward_gflops"] = 3 * flops / best_time(torch_fb, repeat) / 1e9
         rows.append(row)
     return rows
 
@@ -108,8 +98,8 @@ def bench_gru(batch=64, length=64, input_size=128, hidden=128, repeat=5):
         out.sum().backward()
 
     row = {"batch": batch, "length": length, "input": input_size, "hidden": hidden,
-           "oar_forward_backward_ms": _best(step, repeat) * 1e3}
-    torch = _torch()
+           "oar_forward_backward_ms": best_time(step, repeat) * 1e3}
+    torch = torch_or_none()
     if torch is not None:
         tgru = torch.nn.GRU(input_size, hidden, batch_first=True, bidirectional=True)
         tx = torch.from_numpy(x.numpy())
@@ -118,7 +108,7 @@ def bench_gru(batch=64, length=64, input_size=128, hidden=128, repeat=5):
             tgru.zero_grad()
             tgru(tx)[0].sum().backward()
 
-        row["torch_forward_backward_ms"] = _best(torch_step, repeat) * 1e3
+        row["torch_forward_backward_ms"] = best_time(torch_step, repeat) * 1e3
     return row
 
 

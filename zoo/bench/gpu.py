@@ -8,17 +8,18 @@ steps after warm-up steps, each step ended by a device synchronisation),
 last step (``oar_loss``, ``torch_loss``; the initial weights differ, so they
 are not equal) next to the sizes. The rows:
 
-- ``lac``: the LAC BiGRU-CRF of :mod:`nlp.lac.benchmarks`, batch 256 x length 64, Adam.
-- ``senta_bilstm_b64``, ``senta_bilstm_b256``: Senta's BiLSTM of :mod:`nlp.senta_benchmarks`
+- ``lac``: the LAC BiGRU-CRF of :mod:`zoo.bench.lac`, batch 256 x length 64, Adam.
+- ``senta_bilstm_b64``, ``senta_bilstm_b256``: Senta's BiLSTM of :mod:`zoo.bench.senta`
   (length 100), Adam.
 - ``tsm_r50``: TSM-R50, 400 classes, batch 8 videos x 8 segments x 3 x 224 x 224, Momentum SGD; the
-  PyTorch twin is :func:`video.model_benchmarks._torch_model` (the ResNet-50 of
-  :mod:`vision.torch_reference` with the residual shift, average consensus).
+  PyTorch twin is :func:`zoo.bench.torch_twins.torch_tsm` (the ResNet-50 of
+  :func:`zoo.bench.torch_twins.torch_resnet` with the residual shift, average consensus).
   ``tsm_r50_amp``: the same step under float16 autocast with a gradient scaler
   (``framework.amp``; ``torch.autocast`` + ``torch.amp.GradScaler`` on the GPU
   only), with ``oar_amp_speedup`` / ``torch_amp_speedup`` = float32 ms / AMP ms.
 - ``nextvlad``: NeXtVLAD at the 2019 YouTube-8M size (rgb 1024 + audio 128, 300 frames (YouTube-8M's longest), 3,862
-  classes), batch 160, sigmoid cross entropy summed over classes, Adam; twin :func:`zoo.torch_twins.torch_nextvlad`.
+  classes), batch 160, sigmoid cross entropy summed over classes, Adam; twin
+  :func:`zoo.bench.torch_twins.torch_nextvlad`.
 - ``matmul_float32``, ``matmul_float16``, ``matmul_bfloat16``: an 8192³ matmul in TFLOP/s, with
   the fraction of the datasheet peak (known GPUs only) and of PyTorch's rate, the practical
   ceiling. NumPy and CuPy have no bfloat16, so that row is PyTorch's only; the half-precision
@@ -29,7 +30,6 @@ PyTorch runs with its defaults (cuDNN may use TF32 for float32 convolutions;
 suite runs in seconds on a CPU. Nothing here is asserted.
 """
 import gc
-import os
 
 import numpy
 
@@ -38,13 +38,12 @@ import framework.nn.functional as F
 from framework import backend
 from framework.optimizer import Adam, Momentum
 from framework.timing import best_time
-from nlp import senta_benchmarks
-from nlp.lac import benchmarks as lac_benchmarks
-from video.model_benchmarks import _torch_model as torch_tsm
 from video.models import TSM, NeXtVLAD
 from video.tasks.feature_recognition import FeatureRecognition
 
-from .torch_twins import torch_nextvlad
+from . import lac as lac_benchmarks
+from . import senta as senta_benchmarks
+from .torch_twins import match_blas_threads, torch_nextvlad, torch_or_none, torch_tsm
 
 __all__ = ["DATASHEET_PEAK_TFLOPS", "SIZES", "run_all", "bench_lac", "bench_senta", "bench_tsm", "bench_nextvlad",
            "bench_matmul"]
@@ -69,14 +68,6 @@ SIZES = {  # full and quick sizes of every row
 }
 TSM_CLASSES = 400
 HALF_ON_GPU_ONLY = "half precision is timed on the GPU only"
-
-
-def _torch():
-    try:
-        import torch
-        return torch
-    except ImportError:
-        return None
 
 
 def _torch_device(device):
@@ -120,7 +111,7 @@ def _compare(config, device, plan, make_oar, make_torch):
     run), and PyTorch's also does not run when torch is not importable. Both frameworks start from seed 0.
     """
     row = dict(config)
-    torch = _torch()
+    torch = torch_or_none()
     if make_oar is not None:
         framework.seed(0)
         row["oar_ms"], row["oar_loss"] = _measure(make_oar(), _synchronizer(device), plan)
@@ -331,7 +322,7 @@ def _torch_settings(torch, device):
     if torch is None:
         return None
     if device == "cpu":
-        torch.set_num_threads(int(os.environ.get("OPENBLAS_NUM_THREADS", "1")))
+        match_blas_threads(torch, default=1)
     settings = {"version": torch.__version__, "threads": torch.get_num_threads(),
                 "float32_matmul_precision": torch.get_float32_matmul_precision()}
     if device == "gpu":
@@ -352,7 +343,7 @@ def run_all(quick=False, device=None):
     sizes = SIZES[bool(quick)]
     plan = {"warmup": sizes["warmup"], "repeat": sizes["repeat"]}
     gpu_name = _gpu_name(device)
-    result = {"device": device, "gpu": gpu_name, "torch_settings": _torch_settings(_torch(), device)}
+    result = {"device": device, "gpu": gpu_name, "torch_settings": _torch_settings(torch_or_none(), device)}
     rows = [("lac", lambda: {"lac": bench_lac(device, plan, **sizes["lac"])})]
     senta = dict(sizes["senta"])
     for batch in senta.pop("batches"):

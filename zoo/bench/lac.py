@@ -6,9 +6,10 @@
   (embedding 128, hidden 128, 2 bidirectional GRU layers, the People's Daily
   tag set of 85 labels and a 4,034-character vocabulary as in ``lac_pku``;
   batch 64 of length 64, CRF negative log-likelihood, backward, Adam), and of a
-  PyTorch model of the same sizes (``nn.Embedding``, ``nn.GRU``,
-  ``nn.Linear`` and the CRF forward algorithm written here) when ``torch`` is
-  importable, with as many PyTorch threads as ``OPENBLAS_NUM_THREADS`` (else 1).
+  PyTorch model of the same sizes (:func:`zoo.bench.torch_twins.torch_lac`:
+  ``nn.Embedding``, ``nn.GRU``, ``nn.Linear`` and the CRF forward algorithm)
+  when ``torch`` is importable, with as many PyTorch threads as
+  ``OPENBLAS_NUM_THREADS`` (else 1).
 - ``inference``: sentences per second of the official LAC model on oar, text
   in -> words and tags out (``LexicalAnalysis.predict_raw``), on the People's
   Daily test split (one corpus line per sentence): batch 1 (one call per
@@ -22,13 +23,13 @@ Every timing is the best of ``repeat`` runs after a warm-up, as wall time and
 as this process's CPU time (``time.process_time``): on a shared machine the CPU
 time is the steadier figure, the wall time what a user waits.
 """
-import os
-
 import numpy
 
 from framework.timing import best_times
 
-__all__ = ["bench_train_step", "bench_inference", "run_all"]
+from .torch_twins import match_blas_threads, torch_lac, torch_or_none
+
+__all__ = ["bench_train_step", "bench_inference", "peoples_daily_test_texts", "run_all"]
 
 VOCAB_SIZE, NUM_TAGS = 4034, 85
 
@@ -72,27 +73,12 @@ def _oar_step(tokens, labels, lengths, device="cpu"):
 def _torch_step(torch, tokens, labels, device="cpu"):
     """A function running one PyTorch training step of the same network and loss on the given batch; it returns
     the loss. ``device``: a torch device ('cpu', 'cuda')."""
-    emb, hidden = 128, 128
-    embedding = torch.nn.Embedding(VOCAB_SIZE, emb).to(device)
-    gru = torch.nn.GRU(emb, hidden, num_layers=2, bidirectional=True, batch_first=True).to(device)
-    emission = torch.nn.Linear(2 * hidden, NUM_TAGS).to(device)
-    transition = torch.nn.Parameter(0.1 * torch.randn(NUM_TAGS + 2, NUM_TAGS, device=device))
-    params = [*embedding.parameters(), *gru.parameters(), *emission.parameters(), transition]
-    optimizer = torch.optim.Adam(params, lr=1e-3)
+    model = torch_lac(VOCAB_SIZE, NUM_TAGS, emb_dim=128, hidden=128, num_layers=2, device=device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     x, y = torch.as_tensor(tokens, device=device), torch.as_tensor(labels, device=device)
 
-    def crf_nll(scores):
-        start, stop, trans = transition[0], transition[1], transition[2:]
-        alpha = start + scores[:, 0]
-        for t in range(1, scores.shape[1]):
-            alpha = torch.logsumexp(alpha[:, :, None] + trans, dim=1) + scores[:, t]
-        log_z = torch.logsumexp(alpha + stop, dim=1)
-        gold = (scores.gather(2, y[..., None]).squeeze(2).sum(1) + start[y[:, 0]] + stop[y[:, -1]]
-                + trans[y[:, :-1], y[:, 1:]].sum(1))
-        return (log_z - gold).mean()
-
     def step():
-        loss = crf_nll(emission(gru(embedding(x))[0]))
+        loss = model.nll(model(x), y)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -106,19 +92,18 @@ def bench_train_step(batch=64, length=64, repeat=5):
     tokens, labels, lengths = _batch(rng, batch, length)
     result = {"batch": batch, "length": length, "emb": 128, "hidden": 128, "layers": 2, "tags": NUM_TAGS,
               "oar": _rates(batch * length, best_times(_oar_step(tokens, labels, lengths), repeat), "tokens")}
-    try:
-        import torch
-    except ImportError:
+    torch = torch_or_none()
+    if torch is None:
         return result
     torch.manual_seed(0)
-    threads = int(os.environ.get("OPENBLAS_NUM_THREADS", "1"))
-    torch.set_num_threads(threads)
+    threads = match_blas_threads(torch, default=1)
     result["torch"] = {"version": torch.__version__, "threads": threads,
                        **_rates(batch * length, best_times(_torch_step(torch, tokens, labels), repeat), "tokens")}
     return result
 
 
-def _test_texts(limit=None):
+def peoples_daily_test_texts(limit=None):
+    """The first ``limit`` sentences (all when None) of the People's Daily test split, as plain text."""
     from nlp.data.peoples_daily import read_sentences
     return ["".join(sentence.words) for sentence in read_sentences("test")[:limit]]
 
@@ -130,7 +115,7 @@ def bench_inference(texts=None, batch1_sentences=300, repeat=3):
     batch 64 runs over all texts in one call.
     """
     from nlp.lac.task import load_official_task
-    texts = _test_texts() if texts is None else texts
+    texts = peoples_daily_test_texts() if texts is None else texts
     task = load_official_task(max_batch_tokens=64 * 512)
     segmenter, preprocessor = task.preprocessor.segmenter, task.preprocessor
     chars = sum(map(len, texts))
@@ -154,5 +139,5 @@ def run_all(quick=False):
     """Both benchmarks (``quick``: batch 8 x length 16 training, 200 test sentences, one timed run)."""
     if quick:
         return {"train_step": bench_train_step(batch=8, length=16, repeat=1),
-                "inference": bench_inference(_test_texts(200), batch1_sentences=50, repeat=1)}
+                "inference": bench_inference(peoples_daily_test_texts(200), batch1_sentences=50, repeat=1)}
     return {"train_step": bench_train_step(), "inference": bench_inference()}

@@ -2,13 +2,11 @@
 
 One step is forward, cross-entropy, backward and an Adam update on a batch of
 ``batch`` full-length sequences of random ids. When PyTorch is importable the
-same networks (embedding, bidirectional LSTM or window-3 convolution, max over
-time, tanh head) run beside ours on the same ids, with as many threads as
-``OPENBLAS_NUM_THREADS`` gives ours. Timings are medians after a warm-up;
-nothing here is asserted.
+same networks (:func:`zoo.bench.torch_twins.torch_senta`: embedding,
+bidirectional LSTM or window-3 convolution, max over time, tanh head) run
+beside ours on the same ids, with as many threads as ``OPENBLAS_NUM_THREADS``
+gives ours. Timings are medians after a warm-up; nothing here is asserted.
 """
-import os
-
 import numpy
 
 import framework
@@ -18,47 +16,9 @@ from framework.timing import median_time
 
 from nlp.models.senta import SentaBiLSTM, SentaCNN
 
+from .torch_twins import match_blas_threads, torch_or_none, torch_senta
+
 __all__ = ["bench_train_step", "run_all"]
-
-
-def _torch():
-    """PyTorch with as many threads as ``OPENBLAS_NUM_THREADS`` gives oar (its own default when unset), or None."""
-    try:
-        import torch
-    except ImportError:
-        return None
-    threads = os.environ.get("OPENBLAS_NUM_THREADS")
-    if threads:
-        torch.set_num_threads(int(threads))
-    return torch
-
-
-def _torch_model(torch, kind, vocab_size, emb_dim, hidden, hidden2):
-    """The PyTorch twin of SentaBiLSTM / SentaCNN (max pooling, tanh head): ids (N, L) -> logits (N, 2)."""
-    nn = torch.nn
-
-    class Twin(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.embedding = nn.Embedding(vocab_size, emb_dim, padding_idx=0)
-            if kind == "bilstm":
-                self.encoder = nn.LSTM(emb_dim, hidden, batch_first=True, bidirectional=True)
-                features = 2 * hidden
-            else:
-                self.encoder = nn.Conv1d(emb_dim, hidden, 3, padding=1)
-                features = hidden
-            self.fc = nn.Linear(features, hidden2)
-            self.out = nn.Linear(hidden2, 2)
-
-        def forward(self, ids):
-            emb = self.embedding(ids)
-            if kind == "bilstm":
-                h = self.encoder(emb)[0]
-            else:
-                h = torch.tanh(self.encoder(emb.transpose(1, 2))).transpose(1, 2)
-            return self.out(torch.tanh(self.fc(torch.tanh(h.max(dim=1).values))))
-
-    return Twin()
 
 
 def _oar_step(kind, ids_np, labels_np, vocab_size, emb_dim, hidden, hidden2, device="cpu"):
@@ -86,7 +46,7 @@ def _oar_step(kind, ids_np, labels_np, vocab_size, emb_dim, hidden, hidden2, dev
 
 def _torch_step(torch, kind, ids_np, labels_np, vocab_size, emb_dim, hidden, hidden2, device="cpu"):
     """The same step for the PyTorch twin; it returns the loss. ``device``: a torch device ('cpu', 'cuda')."""
-    twin = _torch_model(torch, kind, vocab_size, emb_dim, hidden, hidden2).to(device)
+    twin = torch_senta(kind, vocab_size, emb_dim, hidden, hidden2).to(device)
     twin_optimizer = torch.optim.Adam(twin.parameters(), lr=1e-3)
     t_ids, t_labels = torch.from_numpy(ids_np).to(device), torch.from_numpy(labels_np).to(device)
 
@@ -119,8 +79,9 @@ def bench_train_step(kind="bilstm", batch=64, length=100, vocab_size=3707, emb_d
     seconds = median_time(_oar_step(kind, ids_np, labels_np, *sizes), repeat)
     row = {"model": kind, "batch": batch, "length": length, "emb": emb_dim, "hidden": hidden,
            "oar_step_ms": seconds * 1e3, "oar_samples_per_s": batch / seconds}
-    torch = _torch()
+    torch = torch_or_none()
     if torch is not None:
+        match_blas_threads(torch)
         torch.manual_seed(0)
         torch_seconds = median_time(_torch_step(torch, kind, ids_np, labels_np, *sizes), repeat)
         row.update({"torch_step_ms": torch_seconds * 1e3, "torch_threads": torch.get_num_threads(),

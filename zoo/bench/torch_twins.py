@@ -1,11 +1,314 @@
-"""PyTorch twins of oar models that the benchmarks time beside ours.
+"""PyTorch twins of oar models: the reference networks that ``oar bench`` times beside ours and tests compare with.
 
-Only :func:`torch_nextvlad` lives here (the ResNets are in
-:mod:`vision.torch_reference`). PyTorch is imported inside the builder;
-importing this module needs nothing.
+Every PyTorch model the project measures itself against lives here: the
+ResNets (:func:`torch_resnet`) and TSN/TSM on them (:func:`torch_tsm`), the
+LAC BiGRU-CRF (:func:`torch_lac`), Senta's BiLSTM and CNN
+(:func:`torch_senta`), and the three YouTube-8M feature models
+(:func:`torch_attention_cluster`, :func:`torch_attention_lstm`,
+:func:`torch_nextvlad`). PyTorch is never a dependency: it is imported in one
+place, :func:`torch_or_none`, on first use, so importing this module needs
+nothing; a builder called without PyTorch raises an ImportError that says so.
 """
+import os
 
-__all__ = ["torch_nextvlad"]
+__all__ = ["TORCH_MISSING", "torch_or_none", "require_torch", "match_blas_threads", "torch_resnet", "torch_tsm",
+           "torch_lac", "torch_senta", "torch_attention_cluster", "torch_attention_lstm", "torch_nextvlad"]
+
+TORCH_MISSING = "the PyTorch reference models need PyTorch, which is not installed (pip install torch)"
+
+
+def torch_or_none():
+    """The ``torch`` module, or None when PyTorch is not installed (the one import of torch in the project's code)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def require_torch():
+    """The ``torch`` module; an ImportError naming what is missing when PyTorch is not installed."""
+    torch = torch_or_none()
+    if torch is None:
+        raise ImportError(TORCH_MISSING)
+    return torch
+
+
+def match_blas_threads(torch, default=None):
+    """Give PyTorch as many CPU threads as ``OPENBLAS_NUM_THREADS`` gives NumPy's BLAS; returns PyTorch's count.
+
+    When the variable is unset, ``default`` threads (None: PyTorch's own default is kept).
+    """
+    threads = os.environ.get("OPENBLAS_NUM_THREADS") or default
+    if threads:
+        torch.set_num_threads(int(threads))
+    return torch.get_num_threads()
+
+
+def torch_resnet(block="bottleneck", layers=(3, 4, 6, 3), num_classes=1000, base_channels=64):
+    """A ``torch.nn.Module`` ResNet: images (N, 3, H, W) -> logits (N, num_classes).
+
+    torchvision's definition, without torchvision: module names, parameter
+    names and shapes equal torchvision's ``resnet*`` (``conv1``, ``bn1``,
+    ``layer1.0.conv1``, ``layer1.0.downsample.0``, ``fc``), so state dicts move
+    between it and :class:`vision.models.ResNet` unchanged.
+
+    ``block`` is "basic" or "bottleneck"; ``layers`` the blocks per stage
+    (4 stages, strides 1, 2, 2, 2); ``base_channels`` the stem width (64 in
+    torchvision). Initialised as torchvision (He normal, fan-out, for convs).
+    """
+    torch = require_torch()
+    nn = torch.nn
+
+    def conv(cin, cout, k, stride=1):
+        return nn.Conv2d(cin, cout, k, stride=stride, padding=(k - 1) // 2, bias=False)
+
+    class BasicBlock(nn.Module):
+        expansion = 1
+
+        def __init__(self, cin, c, stride, downsample):
+            super().__init__()
+            self.conv1, self.bn1 = conv(cin, c, 3, stride), nn.BatchNorm2d(c)
+            self.conv2, self.bn2 = conv(c, c, 3), nn.BatchNorm2d(c)
+            self.relu, self.downsample = nn.ReLU(inplace=True), downsample
+
+        def forward(self, x):
+            shortcut = x if self.downsample is None else self.downsample(x)
+            out = self.relu(self.bn1(self.conv1(x)))
+            return self.relu(self.bn2(self.conv2(out)) + shortcut)
+
+    class Bottleneck(nn.Module):
+        expansion = 4
+
+        def __init__(self, cin, c, stride, downsample):
+            super().__init__()
+            self.conv1, self.bn1 = conv(cin, c, 1), nn.BatchNorm2d(c)
+            self.conv2, self.bn2 = conv(c, c, 3, stride), nn.BatchNorm2d(c)
+            self.conv3, self.bn3 = conv(c, c * 4, 1), nn.BatchNorm2d(c * 4)
+            self.relu, self.downsample = nn.ReLU(inplace=True), downsample
+
+        def forward(self, x):
+            shortcut = x if self.downsample is None else self.downsample(x)
+            out = self.relu(self.bn1(self.conv1(x)))
+            out = self.relu(self.bn2(self.conv2(out)))
+            return self.relu(self.bn3(self.conv3(out)) + shortcut)
+
+    class ResNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            unit = {"basic": BasicBlock, "bottleneck": Bottleneck}[block]
+            self.conv1 = nn.Conv2d(3, base_channels, 7, stride=2, padding=3, bias=False)
+            self.bn1, self.relu = nn.BatchNorm2d(base_channels), nn.ReLU(inplace=True)
+            self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
+            cin = base_channels
+            for i, (blocks, stride) in enumerate(zip(layers, (1, 2, 2, 2))):
+                c = base_channels * 2 ** i
+                downsample = None
+                if stride != 1 or cin != c * unit.expansion:
+                    downsample = nn.Sequential(conv(cin, c * unit.expansion, 1, stride),
+                                               nn.BatchNorm2d(c * unit.expansion))
+                stage = [unit(cin, c, stride, downsample)]
+                cin = c * unit.expansion
+                stage += [unit(cin, c, 1, None) for _ in range(blocks - 1)]
+                setattr(self, f"layer{i + 1}", nn.Sequential(*stage))
+            self.avgpool = nn.AdaptiveAvgPool2d(1)
+            self.fc = nn.Linear(cin, num_classes)
+            for m in self.modules():
+                if isinstance(m, nn.Conv2d):
+                    nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+
+        def forward(self, x):
+            x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+            for name in ("layer1", "layer2", "layer3", "layer4"):
+                x = getattr(self, name)(x)
+            return self.fc(torch.flatten(self.avgpool(x), 1))
+
+    return ResNet()
+
+
+def torch_tsm(shift, segments=8, num_classes=400):
+    """PyTorch TSN-R50, or TSM-R50 when ``shift``: clips (B, ``segments``, 3, H, W) -> logits (B, num_classes).
+
+    The ResNet-50 of :func:`torch_resnet` runs on every frame and the frame
+    scores are averaged (TSN's consensus). TSM adds the official residual
+    shift (1/8 of the channels one frame back, 1/8 one frame forward) as a
+    pre-hook on the first convolution of every block.
+    """
+    torch = require_torch()
+    net = torch_resnet(num_classes=num_classes)
+
+    def residual_shift(module, inputs):
+        x = inputs[0]
+        nt, c, h, w = x.shape
+        x = x.view(nt // segments, segments, c, h, w)                                 # (B, T, C, H, W)
+        fold = c // 8
+        out = torch.zeros_like(x)
+        out[:, 1:, :fold] = x[:, :-1, :fold]
+        out[:, :-1, fold:2 * fold] = x[:, 1:, fold:2 * fold]
+        out[:, :, 2 * fold:] = x[:, :, 2 * fold:]
+        return (out.view(nt, c, h, w),)                                               # (B*T, C, H, W)
+
+    if shift:
+        for stage in (net.layer1, net.layer2, net.layer3, net.layer4):
+            for block in stage:
+                block.conv1.register_forward_pre_hook(residual_shift)
+
+    class Clips(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = net
+
+        def forward(self, clips):
+            b, t = clips.shape[:2]
+            return self.net(clips.flatten(0, 1)).view(b, t, -1).mean(1)  # average consensus of the frame scores
+    return Clips()
+
+
+def torch_lac(vocab_size, num_tags, emb_dim=128, hidden=128, num_layers=2, device="cpu"):
+    """The LAC BiGRU-CRF in PyTorch (``nn.Embedding``, ``nn.GRU``, ``nn.Linear`` and the CRF written here).
+
+    ``forward(tokens)``: ids (N, T) -> emission scores (N, T, num_tags);
+    ``nll(scores, labels)``: the mean CRF negative log-likelihood over full-length
+    sequences (forward algorithm minus the gold path score). The transition
+    matrix is (num_tags + 2, num_tags): start row, stop row, then tag to tag,
+    as in :class:`nlp.lac.model.BiGRUCRF`. ``device``: a torch device, where
+    every parameter is made.
+    """
+    torch = require_torch()
+    nn = torch.nn
+
+    class BiGRUCRF(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embedding = nn.Embedding(vocab_size, emb_dim).to(device)
+            self.gru = nn.GRU(emb_dim, hidden, num_layers=num_layers, bidirectional=True, batch_first=True).to(device)
+            self.emission = nn.Linear(2 * hidden, num_tags).to(device)
+            self.transition = nn.Parameter(0.1 * torch.randn(num_tags + 2, num_tags, device=device))
+
+        def forward(self, tokens):
+            return self.emission(self.gru(self.embedding(tokens))[0])                 # (N, T, num_tags)
+
+        def nll(self, scores, labels):
+            start, stop, trans = self.transition[0], self.transition[1], self.transition[2:]
+            alpha = start + scores[:, 0]                                              # (N, num_tags)
+            for t in range(1, scores.shape[1]):
+                alpha = torch.logsumexp(alpha[:, :, None] + trans, dim=1) + scores[:, t]
+            log_z = torch.logsumexp(alpha + stop, dim=1)                              # (N,)
+            gold = (scores.gather(2, labels[..., None]).squeeze(2).sum(1) + start[labels[:, 0]]
+                    + stop[labels[:, -1]] + trans[labels[:, :-1], labels[:, 1:]].sum(1))
+            return (log_z - gold).mean()
+
+    return BiGRUCRF()
+
+
+def torch_senta(kind, vocab_size, emb_dim, hidden, hidden2):
+    """The twin of SentaBiLSTM (``kind`` "bilstm") or SentaCNN ("cnn"): ids (N, L) -> logits (N, 2).
+
+    Embedding (id 0 is padding), a bidirectional LSTM of ``hidden`` per
+    direction or a window-3 convolution of ``hidden`` filters with tanh, max
+    over time, tanh, fc ``hidden2`` with tanh, fc 2.
+    """
+    torch = require_torch()
+    nn = torch.nn
+
+    class Senta(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embedding = nn.Embedding(vocab_size, emb_dim, padding_idx=0)
+            if kind == "bilstm":
+                self.encoder = nn.LSTM(emb_dim, hidden, batch_first=True, bidirectional=True)
+                features = 2 * hidden
+            else:
+                self.encoder = nn.Conv1d(emb_dim, hidden, 3, padding=1)
+                features = hidden
+            self.fc = nn.Linear(features, hidden2)
+            self.out = nn.Linear(hidden2, 2)
+
+        def forward(self, ids):
+            emb = self.embedding(ids)                                                 # (N, L, E)
+            if kind == "bilstm":
+                h = self.encoder(emb)[0]                                              # (N, L, 2H)
+            else:
+                h = torch.tanh(self.encoder(emb.transpose(1, 2))).transpose(1, 2)     # (N, L, H)
+            return self.out(torch.tanh(self.fc(torch.tanh(h.max(dim=1).values))))
+
+    return Senta()
+
+
+def torch_attention_cluster(feature_dims=(1024, 128), num_clusters=(32, 32), hidden_sizes=(1024, 4096),
+                            num_classes=3862, dropout=0.5):
+    """The twin of :class:`video.models.AttentionCluster`: [(N, T, D_m) per modality] -> logits (N, num_classes).
+
+    Per modality, shifting-attention units (softmax over frames, scale and
+    shift, L2 normalise, divide by sqrt(clusters)); then concat, dropout,
+    fc-tanh layers of ``hidden_sizes`` and the classifier. Every frame is valid.
+    """
+    torch = require_torch()
+    nn = torch.nn
+
+    class ShiftingAttention(nn.Module):
+        def __init__(self, dim, k):
+            super().__init__()
+            self.k, self.proj = k, nn.Linear(dim, k)
+            self.scale, self.shift = nn.Parameter(torch.randn(k)), nn.Parameter(torch.randn(k))
+
+        def forward(self, x):
+            w = torch.softmax(self.proj(x), dim=1)                                   # (N, T, K)
+            pooled = w.transpose(1, 2) @ x * self.scale[:, None] + self.shift[:, None]   # (N, K, D)
+            return (nn.functional.normalize(pooled, dim=-1) / self.k ** 0.5).flatten(1)  # (N, K*D)
+
+    class AttentionCluster(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.att = nn.ModuleList([ShiftingAttention(d, k) for d, k in zip(feature_dims, num_clusters)])
+            layers, width = [nn.Dropout(dropout)], sum(d * k for d, k in zip(feature_dims, num_clusters))
+            for size in hidden_sizes:
+                layers += [nn.Linear(width, size), nn.Tanh()]
+                width = size
+            self.head = nn.Sequential(*layers, nn.Linear(width, num_classes))
+
+        def forward(self, xs):
+            return self.head(torch.cat([a(x) for a, x in zip(self.att, xs)], 1))
+
+    return AttentionCluster()
+
+
+def torch_attention_lstm(feature_dims=(1024, 128), embedding_size=512, lstm_size=1024, hidden_sizes=(8192, 4096),
+                         num_classes=3862, dropout=0.5):
+    """The twin of :class:`video.models.AttentionLSTM`: [(N, T, D_m) per modality] -> logits (N, num_classes).
+
+    Per modality, fc-tanh embedding, bidirectional LSTM, dropout and attention
+    pooling over frames; then concat, fc layers of ``hidden_sizes`` (the first
+    with ReLU, the others with tanh) and the classifier. Every frame is valid.
+    """
+    torch = require_torch()
+    nn = torch.nn
+
+    class LSTMPool(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.fc = nn.Linear(dim, embedding_size)
+            self.lstm = nn.LSTM(embedding_size, lstm_size, batch_first=True, bidirectional=True)
+            self.drop, self.att = nn.Dropout(dropout), nn.Linear(2 * lstm_size, 1)
+
+        def forward(self, x):
+            h = self.drop(self.lstm(torch.tanh(self.fc(x)))[0])                      # (N, T, 2H)
+            return (h * torch.softmax(self.att(h), dim=1)).sum(1)                    # (N, 2H)
+
+    class AttentionLSTM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pools = nn.ModuleList([LSTMPool(d) for d in feature_dims])
+            layers, width = [], 2 * lstm_size * len(feature_dims)
+            for i, size in enumerate(hidden_sizes):
+                layers += [nn.Linear(width, size), nn.ReLU() if i == 0 else nn.Tanh()]
+                width = size
+            self.head = nn.Sequential(*layers, nn.Linear(width, num_classes))
+
+        def forward(self, xs):
+            return self.head(torch.cat([p(x) for p, x in zip(self.pools, xs)], 1))
+
+    return AttentionLSTM()
 
 
 def torch_nextvlad(feature_dims=(1024, 128), num_clusters=128, expansion=2, groups=8, hidden_size=2048,
@@ -22,8 +325,8 @@ def torch_nextvlad(feature_dims=(1024, 128), num_clusters=128, expansion=2, grou
 
     Shapes: forward([(N, T, D_m) per modality]) -> logits (N, num_classes).
     """
-    import torch
-    from torch import nn
+    torch = require_torch()
+    nn = torch.nn
 
     def he_normal(weight, fan_mode="fan_in"):
         """He normal over the input size: ``fan_in`` for (out, in) weights, ``fan_out`` for (in, out) matrices."""

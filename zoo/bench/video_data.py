@@ -12,7 +12,7 @@ keyframe every 12 frames). Pipelines, each read through a
   short side jittered in [256, 320], random 224 crop, flip, normalise.
 
 Each gives one row per ``(worker_type, num_workers)`` (from
-:func:`framework.io.benchmarks.bench_loader`, ``samples_per_s`` = clips/s).
+:func:`zoo.bench.data.bench_loader`, ``samples_per_s`` = clips/s).
 ``decode`` compares reading the 8 TSN frames of one of the 320x240 videos by
 seeking with decoding every frame. ``quick`` uses only the 112x112 videos. The machine's load average is reported before and
 after, since other work on a shared machine lowers the figures. OpenCV's own
@@ -20,17 +20,17 @@ threads are set to one while measuring; each reader decodes with one thread.
 """
 import os
 import tempfile
-import time
 
 import numpy
 
-from framework.io.benchmarks import bench_loader
 from framework.io.collate import default_collate
+from framework.timing import best_time
+from video.data.datasets import VideoDataset
+from video.data.decode import VideoReader
+from video.data.sampling import segment_indices
+from video.data.synthetic import SyntheticSpec, make_synthetic_set
 
-from .data.datasets import VideoDataset
-from .data.decode import VideoReader
-from .data.sampling import segment_indices
-from .data.synthetic import SyntheticSpec, make_synthetic_set
+from .data import bench_loader
 
 __all__ = ["PIPELINES", "make_videos", "bench_decode", "run_all"]
 
@@ -66,15 +66,8 @@ def bench_decode(path, repeat=3):
 
     with VideoReader(path) as reader:
         frames, fps = len(reader), reader.fps
-    times = {}
-    for name, fn in (("seek_8_frames_s", seek), ("all_frames_s", everything)):
-        fn()
-        best = []
-        for _ in range(repeat):
-            start = time.perf_counter()
-            fn()
-            best.append(time.perf_counter() - start)
-        times[name] = round(min(best), 5)
+    times = {name: round(best_time(fn, repeat=repeat), 5)
+             for name, fn in (("seek_8_frames_s", seek), ("all_frames_s", everything))}
     return {"frames": frames, "fps": fps, **times, "decoded_frames_per_s": round(frames / times["all_frames_s"], 1)}
 
 

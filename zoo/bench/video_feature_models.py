@@ -3,9 +3,9 @@
 Each model is built at its 2019 YouTube-8M size (rgb 1024 + audio 128 features, 3862 classes) and timed
 on one training step (forward, summed sigmoid cross entropy, backward, Adam update) on a batch of 32
 videos of 300 frames (``quick``: 4 videos of 50 frames). When ``torch`` is importable, a PyTorch version of
-the same model, with the same sizes, is timed in the same way; ``ratio`` = ours / PyTorch. Times are the
-median of ``repeat`` steps after one warm-up step. Results are returned and printed as JSON, never
-asserted.
+the same model (:mod:`zoo.bench.torch_twins`), with the same sizes, is timed in the same way; ``ratio`` =
+ours / PyTorch. Times are the median of ``repeat`` steps after one warm-up step. Results are returned and
+printed as JSON, never asserted.
 """
 
 import numpy
@@ -15,7 +15,9 @@ import framework.nn.functional as F
 from framework.registry import MODELS
 from framework.timing import median_time
 
-from .models import attention_cluster, attention_lstm, nextvlad  # noqa: F401  (register the models)
+from video.models import attention_cluster, attention_lstm, nextvlad  # noqa: F401  (register the models)
+
+from .torch_twins import torch_attention_cluster, torch_attention_lstm, torch_nextvlad, torch_or_none
 
 __all__ = ["MODEL_NAMES", "bench_ours", "bench_torch", "run_all"]
 
@@ -48,92 +50,20 @@ def bench_ours(name, batch, frames, repeat):
     return median_time(step, repeat)
 
 
-def _torch_models(torch):
-    """PyTorch versions of the three models (same layers and sizes as ours)."""
-    nn = torch.nn
-
-    class ShiftingAttention(nn.Module):
-        def __init__(self, dim, k):
-            super().__init__()
-            self.k, self.proj = k, nn.Linear(dim, k)
-            self.scale, self.shift = nn.Parameter(torch.randn(k)), nn.Parameter(torch.randn(k))
-
-        def forward(self, x):
-            w = torch.softmax(self.proj(x), dim=1)                                   # (N, T, K)
-            pooled = w.transpose(1, 2) @ x * self.scale[:, None] + self.shift[:, None]
-            return (nn.functional.normalize(pooled, dim=-1) / self.k ** 0.5).flatten(1)
-
-    class AttentionCluster(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.att = nn.ModuleList([ShiftingAttention(d, 32) for d in DIMS])
-            self.head = nn.Sequential(nn.Dropout(0.5), nn.Linear(32 * sum(DIMS), 1024), nn.Tanh(),
-                                      nn.Linear(1024, 4096), nn.Tanh(), nn.Linear(4096, CLASSES))
-
-        def forward(self, xs):
-            return self.head(torch.cat([a(x) for a, x in zip(self.att, xs)], 1))
-
-    class LSTMPool(nn.Module):
-        def __init__(self, dim):
-            super().__init__()
-            self.fc, self.lstm = nn.Linear(dim, 512), nn.LSTM(512, 1024, batch_first=True, bidirectional=True)
-            self.drop, self.att = nn.Dropout(0.5), nn.Linear(2048, 1)
-
-        def forward(self, x):
-            h = self.drop(self.lstm(torch.tanh(self.fc(x)))[0])
-            return (h * torch.softmax(self.att(h), dim=1)).sum(1)
-
-    class AttentionLSTM(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.pools = nn.ModuleList([LSTMPool(d) for d in DIMS])
-            self.head = nn.Sequential(nn.Linear(4096, 8192), nn.ReLU(), nn.Linear(8192, 4096), nn.Tanh(),
-                                      nn.Linear(4096, CLASSES))
-
-        def forward(self, xs):
-            return self.head(torch.cat([p(x) for p, x in zip(self.pools, xs)], 1))
-
-    class VLAD(nn.Module):
-        def __init__(self, dim, k=128, e=2, g=8):
-            super().__init__()
-            self.k, self.g, self.f = k, g, e * dim // g
-            self.expand, self.att = nn.Linear(dim, e * dim), nn.Linear(e * dim, g)
-            self.assign, self.bn1 = nn.Linear(e * dim, g * k, bias=False), nn.BatchNorm1d(g * k)
-            self.centres, self.bn2 = nn.Parameter(torch.randn(k, self.f)), nn.BatchNorm1d(k * self.f)
-
-        def forward(self, x):
-            n, t, _ = x.shape
-            x = self.expand(x)                                                       # (N, T, E*D)
-            a = self.bn1(self.assign(x).flatten(0, 1)).view(n, t * self.g, self.k).softmax(-1)
-            a = a * torch.sigmoid(self.att(x)).reshape(n, t * self.g, 1)
-            vlad = a.transpose(1, 2) @ x.reshape(n, t * self.g, self.f) - a.sum(1)[..., None] * self.centres
-            return self.bn2(nn.functional.normalize(vlad, dim=-1).flatten(1))
-
-    class NeXtVLAD(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.vlads = nn.ModuleList([VLAD(d) for d in DIMS])
-            self.drop, self.hidden = nn.Dropout(0.5), nn.Linear(128 * 2 * sum(DIMS) // 8, 2048, bias=False)
-            self.bn = nn.BatchNorm1d(2048)
-            self.gate = nn.Sequential(nn.Linear(2048, 256, bias=False), nn.BatchNorm1d(256), nn.ReLU(),
-                                      nn.Linear(256, 2048, bias=False), nn.Sigmoid())
-            self.out = nn.Linear(2048, CLASSES)
-
-        def forward(self, xs):
-            h = self.bn(self.hidden(self.drop(torch.cat([v(x) for v, x in zip(self.vlads, xs)], 1))))
-            return self.out(h * self.gate(h))
-
-    return dict(zip(MODEL_NAMES, (AttentionCluster, AttentionLSTM, NeXtVLAD)))
+def _torch_model(name):
+    """The PyTorch twin of ``name`` at the same sizes as ours (see :mod:`zoo.bench.torch_twins`)."""
+    builder = {"attention_cluster_youtube8m": torch_attention_cluster, "attention_lstm_youtube8m": torch_attention_lstm,
+               "nextvlad_youtube8m": torch_nextvlad}[name]
+    return builder(feature_dims=DIMS, num_classes=CLASSES)
 
 
 def bench_torch(name, batch, frames, repeat):
     """Seconds per training step of the PyTorch version of ``name``, or None without torch."""
-    try:
-        import torch
-    except ImportError:
+    torch = torch_or_none()
+    if torch is None:
         return None
     torch.manual_seed(0)
-    model = _torch_models(torch)[name]()
+    model = _torch_model(name)
     model.train()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
     features, _, labels = _batch(batch, frames)

@@ -6,10 +6,10 @@ video, as the best of ``repeat`` steps after a warm-up step:
 
 - ``tsn_r50``, ``tsm_r50`` (ours), and ``shift_overhead`` = TSM / TSN - 1
   (what the residual temporal shift adds);
-- ``torch_tsn_r50``, ``torch_tsm_r50``: the same networks in PyTorch (the
-  plain-PyTorch ResNet of :mod:`vision.torch_reference`, with TSM's shift as a
-  pre-hook on each block's first convolution, the official shift code), and
-  the ratios ours / PyTorch.
+- ``torch_tsn_r50``, ``torch_tsm_r50``: the same networks in PyTorch
+  (:func:`zoo.bench.torch_twins.torch_tsm`: the plain-PyTorch ResNet, with
+  TSM's shift as a pre-hook on each block's first convolution, the official
+  shift code), and the ratios ours / PyTorch.
 
 ``quick`` runs one 112 x 112 clip per step (for smoke runs). Benchmarks print
 JSON and are never asserted.
@@ -21,7 +21,9 @@ import framework.nn.functional as F
 from framework.optimizer import Momentum
 from framework.timing import best_time
 
-from .models import TSM, TSN
+from video.models import TSM, TSN
+
+from .torch_twins import require_torch, torch_or_none, torch_tsm
 
 __all__ = ["bench_ours", "bench_torch", "run_all"]
 
@@ -47,44 +49,10 @@ def bench_ours(model, batch, size, repeat):
     return best_time(step, repeat=repeat) / batch
 
 
-def _torch_model(shift, segments=SEGMENTS):
-    """PyTorch TSN-R50 (or TSM-R50 when ``shift``) on clips (B, ``segments``, 3, H, W) -> (B, 400)."""
-    import torch
-    from vision.torch_reference import torch_resnet
-
-    net = torch_resnet(num_classes=400)
-
-    def residual_shift(module, inputs):
-        x = inputs[0]
-        nt, c, h, w = x.shape
-        x = x.view(nt // segments, segments, c, h, w)
-        fold = c // 8
-        out = torch.zeros_like(x)
-        out[:, 1:, :fold] = x[:, :-1, :fold]
-        out[:, :-1, fold:2 * fold] = x[:, 1:, fold:2 * fold]
-        out[:, :, 2 * fold:] = x[:, :, 2 * fold:]
-        return (out.view(nt, c, h, w),)
-
-    if shift:
-        for stage in (net.layer1, net.layer2, net.layer3, net.layer4):
-            for block in stage:
-                block.conv1.register_forward_pre_hook(residual_shift)
-
-    class Clips(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.net = net
-
-        def forward(self, clips):
-            b, t = clips.shape[:2]
-            return self.net(clips.flatten(0, 1)).view(b, t, -1).mean(1)  # average consensus of the frame scores
-    return Clips()
-
-
 def bench_torch(shift, batch, size, repeat):
     """Seconds per video of one PyTorch training step of TSN-R50 (``shift`` False) or TSM-R50 (True)."""
-    import torch
-    model = _torch_model(shift).train()
+    torch = require_torch()
+    model = torch_tsm(shift, segments=SEGMENTS).train()
     data, labels = _clips(batch, size)
     x, y = torch.from_numpy(data), torch.from_numpy(labels)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.001, momentum=0.9)
@@ -105,11 +73,10 @@ def run_all(quick=False):
     result["tsm_r50"] = bench_ours(TSM(num_classes=400, depth=50, num_segments=SEGMENTS, dropout=0.0), batch, size,
                                    repeat)
     result["shift_overhead"] = result["tsm_r50"] / result["tsn_r50"] - 1
-    try:
-        import torch
-        torch.set_num_threads(max(1, torch.get_num_threads()))
-    except ImportError:
+    torch = torch_or_none()
+    if torch is None:
         return result
+    torch.set_num_threads(max(1, torch.get_num_threads()))
     result["torch_tsn_r50"] = bench_torch(False, batch, size, repeat)
     result["torch_tsm_r50"] = bench_torch(True, batch, size, repeat)
     result["tsn_ratio_to_torch"] = result["tsn_r50"] / result["torch_tsn_r50"]

@@ -5,9 +5,9 @@ ResNet-50 at batch 8, 224x224 and ResNet-18 at batch 8, 112x112, 1000 classes.
 step without the optimizer (train mode, cross-entropy loss, backward). Rates
 are from the best wall time of a few repeats; ``*_cpu_s`` is the best process
 CPU time per step (all threads), steadier on a shared machine. When PyTorch is
-importable, the same definition (``vision.torch_reference``) with the same
-weights runs beside it on the same threads; ``*_ratio`` is oar's wall time
-over PyTorch's and ``*_cpu_ratio`` the same for CPU time. ``profile`` splits
+importable, the same definition (:func:`zoo.bench.torch_twins.torch_resnet`)
+with the same weights runs beside it on the same threads; ``*_ratio`` is oar's
+wall time over PyTorch's and ``*_cpu_ratio`` the same for CPU time. ``profile`` splits
 one oar forward+backward of ResNet-50 by op family (wall seconds from
 cProfile: the cumulative time of each op's ``forward``/``backward`` in
 ``framework/ops``).
@@ -23,20 +23,13 @@ import framework
 import framework.nn.functional as F
 from framework.timing import best_times
 
-from .models import resnet18, resnet50
-from .torch_reference import torch_resnet
+from vision.models import resnet18, resnet50
+
+from .torch_twins import torch_or_none, torch_resnet
 
 __all__ = ["bench_resnet", "profile_resnet", "run_all"]
 
 _BUILDERS = {18: (resnet18, "basic", (2, 2, 2, 2)), 50: (resnet50, "bottleneck", (3, 4, 6, 3))}
-
-
-def _torch():
-    try:
-        import torch
-        return torch
-    except ImportError:
-        return None
 
 
 def _oar_steps(model, x, labels):
@@ -87,7 +80,7 @@ def bench_resnet(depth=50, batch=8, size=224, repeat=3):
         times[name] = best_times(fn, repeat)
         row[f"oar_{name}_images_per_s"] = batch / times[name][0]
         row[f"oar_{name}_cpu_s"] = times[name][1]
-    torch = _torch()
+    torch = torch_or_none()
     if torch is not None:
         reference = torch_resnet(block, layers)
         result = reference.load_state_dict({k: torch.from_numpy(v.numpy()) for k, v in model.state_dict().items()},

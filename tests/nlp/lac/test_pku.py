@@ -99,18 +99,6 @@ def test_default_network_is_the_official_one():
         BiGRUCRF(20, 5, ngram_buckets=10, ngram_orders=[1])
 
 
-def test_train_step_benchmark_reports_both_frameworks():
-    from nlp.lac.benchmarks import bench_train_step
-    result = bench_train_step(batch=2, length=4, repeat=1)
-    assert result["batch"] == 2 and result["oar"]["tokens_per_s"] > 0 and result["oar"]["tokens_per_cpu_s"] > 0
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        assert "torch" not in result
-    else:
-        assert result["torch"]["tokens_per_s"] > 0 and result["torch"]["threads"] >= 1
-
-
 def _lexicon_features(words, max_len=4):
     from nlp.data.vocab import Vocab
     from nlp.lac.lexicon import LexiconFeatures

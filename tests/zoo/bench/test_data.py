@@ -1,9 +1,9 @@
-"""framework.io.benchmarks: the data-throughput pipelines produce the documented batches and rows."""
+"""zoo.bench.data (``oar bench data``): the data-throughput pipelines produce the documented batches and rows."""
 import numpy
 import pytest
 
 from framework.io import DataLoader, SequenceCollator
-from framework.io.benchmarks import JpegDataset, TokenizeDataset, bench_loader
+from zoo.bench.data import JpegDataset, TokenizeDataset, bench_loader
 
 
 def test_tokenize_pipeline_and_bench_rows():

@@ -1,27 +1,15 @@
-"""The GPU benchmark suite, run on the CPU at its quick sizes: every row trains and reports; and the PyTorch
-NeXtVLAD twin matches oar's. Timings are never asserted beyond being positive."""
+"""The GPU benchmark suite (``oar bench gpu``), run on the CPU at its quick sizes: every row trains and reports.
+Timings are never asserted beyond being positive."""
 import importlib
 import math
 
-import numpy
 import pytest
 
-import framework
-from video.models import NeXtVLAD
-from zoo import bench, gpu_benchmarks
-from zoo.torch_twins import torch_nextvlad
+from zoo import bench
+from zoo.bench import gpu as gpu_benchmarks
+from zoo.bench.torch_twins import torch_or_none
 
 TRAIN_ROWS = ("lac", "senta_bilstm_b4", "senta_bilstm_b8", "tsm_r50", "nextvlad")
-TINY_NEXTVLAD = {"feature_dims": [6, 4], "num_clusters": 4, "expansion": 2, "groups": 2, "hidden_size": 8,
-                 "gating_reduction": 2, "num_classes": 5}
-
-
-def _torch():
-    try:
-        import torch
-        return torch
-    except ImportError:
-        return None
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +23,7 @@ def _check_trained(row, who):
 
 def test_quick_cpu_run_trains_every_model_in_both_frameworks(quick_cpu):
     assert quick_cpu["device"] == "cpu" and quick_cpu["gpu"] is None
-    torch = _torch()
+    torch = torch_or_none()
     for name in TRAIN_ROWS:
         row = quick_cpu[name]
         _check_trained(row, "oar")
@@ -60,7 +48,7 @@ def test_quick_cpu_matmul_rows(quick_cpu):
     row = quick_cpu["matmul_float32"]
     assert row["n"] == 256 and row["oar_tflops"] > 0 and row["peak_tflops"] is None
     assert "oar_loss" not in row and row["oar_fraction_of_peak"] is None
-    if _torch() is not None:
+    if torch_or_none() is not None:
         assert row["oar_fraction_of_torch"] == pytest.approx(row["oar_tflops"] / row["torch_tflops"])
     for dtype in ("float16", "bfloat16"):
         assert quick_cpu[f"matmul_{dtype}"]["skipped"]
@@ -70,7 +58,7 @@ def test_quick_cpu_matmul_rows(quick_cpu):
 def test_quick_gpu_run_trains_every_model_and_times_half_precision():
     result = gpu_benchmarks.run_all(quick=True, device="gpu")
     assert result["device"] == "gpu" and result["gpu"]
-    torch = _torch()
+    torch = torch_or_none()
     for name in TRAIN_ROWS:
         _check_trained(result[name], "oar")
     if "skipped" not in result["tsm_r50_amp"]:
@@ -93,26 +81,3 @@ def test_datasheet_peak_is_found_by_gpu_name():
     assert gpu_benchmarks._peak("NVIDIA H200", "bfloat16") == 989.0
     assert gpu_benchmarks._peak("NVIDIA H200", "float32") == 67.0
     assert gpu_benchmarks._peak("Some Other GPU", "float32") is None
-
-
-def _sizes(tensors):
-    return sorted(int(numpy.prod(t.shape)) for t in tensors)
-
-
-def test_torch_nextvlad_twin_has_oar_parameters_and_output_shape():
-    torch = pytest.importorskip("torch")
-    ours, twin = NeXtVLAD(**TINY_NEXTVLAD), torch_nextvlad(**TINY_NEXTVLAD)
-    assert _sizes(ours.parameters()) == _sizes(twin.parameters())
-    assert sum(p.numel() for p in twin.parameters()) == sum(p.size for p in ours.parameters())
-    features = [torch.randn(3, 7, d) for d in TINY_NEXTVLAD["feature_dims"]]
-    logits = twin.train()(features)
-    assert logits.shape == (3, 5) and bool(torch.isfinite(logits).all())
-    ours_logits = ours([framework.to_tensor(f.numpy()) for f in features])
-    assert ours_logits.shape == (3, 5)
-
-
-def test_torch_nextvlad_twin_at_full_size_has_the_2019_parameter_count():
-    torch = pytest.importorskip("torch")
-    with torch.device("meta"):  # shapes only, no memory
-        twin = torch_nextvlad()
-    assert sum(p.numel() for p in twin.parameters()) == 89_088_550

@@ -1,9 +1,10 @@
-"""The vision benchmark runs (quick mode) and reports its figures; timings are never asserted."""
-from vision import benchmarks
+"""The vision benchmark (``oar bench vision``) runs (quick mode) and reports its figures; timings are never
+asserted."""
+from zoo.bench import vision as vision_bench
 
 
 def test_quick_run_reports_images_per_second_and_a_profile():
-    result = benchmarks.run_all(quick=True)
+    result = vision_bench.run_all(quick=True)
     row = result["resnet18_32"]
     assert row["oar_forward_images_per_s"] > 0 and row["oar_forward_backward_images_per_s"] > 0
     shares = result["profile"]["seconds_by_op"]
