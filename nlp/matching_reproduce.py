@@ -28,54 +28,18 @@ from framework.engine import runner
 from framework.fetch import oar_home, sha256_of
 from framework.serialization import load
 
-from nlp.data.matching import NEG_TYPES, POSITIVE, MatchingPairs
 from nlp.data.tokenizers import normalize
 from nlp.lac.tokenizer import LacWordTokenizer
-from nlp.metrics_matching import auc, best_threshold, ranking_accuracy
+from nlp.simnet.data import NEG_TYPES, POSITIVE, MatchingPairs
+from nlp.simnet.metrics import best_threshold, length_artefacts, pair_metrics
 
-__all__ = ["SIMNET_MODELS", "WEIGHTS_DIR", "pair_metrics", "length_artefacts", "word_overlap_peer", "tfidf_peer",
+__all__ = ["SIMNET_MODELS", "WEIGHTS_DIR", "word_overlap_peer", "tfidf_peer",
            "export_weights", "train_and_measure", "split_pairs", "results_table", "reproduce", "summarize"]
 
 SIMNET_MODELS = tuple(f"simnet_{e}_{h}" for e in ("bow", "cnn", "gru", "lstm") for h in ("pointwise", "pairwise"))
 C_GRID = (1.0, 4.0, 16.0, 64.0)
 WEIGHTS_DIR = "zoo/weights"                           # where the shipped weights and vocabulary live (repo-relative)
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def pair_metrics(scores, pairs, threshold):
-    """Accuracy at ``threshold``, AUC, ranking accuracy and accuracy per negative type of ``scores`` (n,)
-    for ``pairs`` (n MatchPair): a dict like the task's metrics."""
-    scores = numpy.asarray(scores, dtype=numpy.float64)
-    labels = numpy.array([p.label for p in pairs])
-    types = numpy.array([p.neg_type or (POSITIVE if p.label else "neg") for p in pairs])
-    queries = {}
-    query_ids = numpy.array([queries.setdefault(p.text_a, len(queries)) for p in pairs])
-    correct = (scores >= threshold) == labels
-    result = {"acc": float(correct.mean()), "auc": auc(scores, labels),
-              "rank_acc": ranking_accuracy(scores, labels, query_ids), "threshold": float(threshold)}
-    result.update({f"acc_{t}": float(correct[types == t].mean()) for t in sorted(set(types.tolist()))})
-    return result
-
-
-def length_artefacts(pairs):
-    """AUCs (label 1 = positive) of trivial pair features, overall and per negative type:
-    ``{"len_diff": ..., "len_diff_<type>": ..., "new_chars": ...}``.
-
-    ``len_diff`` is ``|len(a) - len(b)|``; ``new_chars`` the share of
-    ``text_b``'s characters absent from ``text_a``. Per type, the positives
-    are those of the anchors whose negative has that type. Near 0.5 means no signal.
-    """
-    labels = numpy.array([p.label for p in pairs])
-    diff = numpy.array([abs(len(p.text_a) - len(p.text_b)) for p in pairs], dtype=numpy.float64)
-    new = numpy.array([sum(c not in set(p.text_a) for c in p.text_b) / max(len(p.text_b), 1) for p in pairs])
-    anchor_type = {p.text_a: p.neg_type for p in pairs if p.label == 0}
-    types = numpy.array([anchor_type.get(p.text_a, "") for p in pairs])
-    result = {"len_diff": auc(-diff, labels), "new_chars": auc(-new, labels)}
-    for t in NEG_TYPES:
-        chosen = types == t
-        if chosen.any():
-            result[f"len_diff_{t}"] = auc(-diff[chosen], labels[chosen])
-    return result
 
 
 def _jaccard(a, b):
@@ -249,7 +213,7 @@ def summarize(card, rows, options, wall_seconds=None, cpu_seconds=None):
 
 def split_pairs(cfg):
     """The labelled pairs (train, dev, test) of a matching config: its ``data`` sections read as
-    :class:`~nlp.data.matching.MatchingPairs` with the same split, file, seed and copies (so a pairwise
+    :class:`~nlp.simnet.data.MatchingPairs` with the same split, file, seed and copies (so a pairwise
     config's training triples come back as the pairs they were made from)."""
     keys = ("split", "path", "seed", "train_copies")
     return [MatchingPairs(**{k: v for k, v in cfg["data"][section].items() if k in keys}).pairs

@@ -5,7 +5,7 @@ C on the dev split and returns dev and test accuracy and macro-F1. It needs
 scikit-learn, which oar never depends on; ``oar reproduce senta`` measures it
 when scikit-learn is importable, and ``python tools/senta_peer.py`` prints it.
 """
-from nlp.data.reviews import load_reviews
+from nlp.senta.data import load_reviews
 
 __all__ = ["C_GRID", "run_peer"]
 

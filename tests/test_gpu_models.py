@@ -9,8 +9,8 @@ import pytest
 
 import framework
 import framework.nn.functional as F
-import nlp.models.senta  # noqa: F401  (registers the NLP models)
-import nlp.models.simnet  # noqa: F401
+import nlp.senta.model  # noqa: F401  (registers the NLP models)
+import nlp.simnet.model  # noqa: F401
 import video.models  # noqa: F401  (registers the video models)
 import vision.models  # noqa: F401  (registers the vision models)
 import zoo.toy  # noqa: F401  (registers the toy MLP)

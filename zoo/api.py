@@ -36,16 +36,17 @@ class WeightsError(FetchError):
 def register_everything():
     """Import the packages that register models, datasets, metrics and tasks (the zoo sits above them all)."""
     from . import toy  # noqa: F401
-    import nlp.data.matching  # noqa: F401
     import nlp.lac.data  # noqa: F401
-    import nlp.data.reviews  # noqa: F401
     import nlp.lac.metrics  # noqa: F401
     import nlp.lac.model  # noqa: F401
-    import nlp.models.senta  # noqa: F401
-    import nlp.models.simnet  # noqa: F401
     import nlp.lac.task  # noqa: F401
-    import nlp.tasks.matching  # noqa: F401
-    import nlp.tasks.sentiment  # noqa: F401
+    import nlp.senta.data  # noqa: F401
+    import nlp.senta.model  # noqa: F401
+    import nlp.senta.task  # noqa: F401
+    import nlp.simnet.data  # noqa: F401
+    import nlp.simnet.metrics  # noqa: F401
+    import nlp.simnet.model  # noqa: F401
+    import nlp.simnet.task  # noqa: F401
     import video.data  # noqa: F401
     import video.metrics  # noqa: F401
     import vision.data  # noqa: F401

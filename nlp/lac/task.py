@@ -150,7 +150,7 @@ class LexicalAnalysis(Task):
     Args:
         model: a tagger whose ``forward(tokens (N, T), lengths (N,))`` returns
             emissions (N, T, K) and whose ``crf`` holds the (K+2, K) transition
-            (:class:`~nlp.models.lac.BiGRUCRF`).
+            (:class:`~nlp.lac.model.BiGRUCRF`).
         preprocessor: text -> ids (``encode(text) -> (ids, word_lengths)``); needed for raw text only.
         tag_names: the K tag names in id order (``"n-B"`` ...); None: the People's Daily tag set.
         vocab_file: a saved character :class:`~nlp.data.vocab.Vocab`; builds a

@@ -11,13 +11,13 @@ from framework.config import load_config
 from framework.engine import CheckpointError, runner
 from framework.registry import MODELS, TASKS
 import nlp.lac.model  # noqa: F401  (registers the models)
-import nlp.models.senta  # noqa: F401
-import nlp.models.simnet  # noqa: F401
+import nlp.senta.model  # noqa: F401
+import nlp.simnet.model  # noqa: F401
 import nlp.lac.data  # noqa: F401  (registers the datasets)
-import nlp.data.reviews  # noqa: F401
+import nlp.senta.data  # noqa: F401
 import nlp.lac.task  # noqa: F401  (registers the tasks)
-import nlp.tasks.matching  # noqa: F401
-import nlp.tasks.sentiment  # noqa: F401
+import nlp.simnet.task  # noqa: F401
+import nlp.senta.task  # noqa: F401
 from nlp.data.vocab import TagSet, Vocab
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))

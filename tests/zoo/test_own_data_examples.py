@@ -13,7 +13,7 @@ import pytest
 from framework.config import load_config
 from framework.engine import runner
 from nlp.lac.data import PeoplesDailyTagging
-from nlp.data.reviews import SentimentFile
+from nlp.senta.data import SentimentFile
 from zoo.api import register_everything
 
 register_everything()      # the tests build the trained tasks here, as the command does in its process

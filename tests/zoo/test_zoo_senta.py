@@ -63,7 +63,7 @@ def test_default_sentiment_model_is_bilstm(offline):
 @pytest.fixture(scope="module")
 def review_sample():
     """Every 5th review of the test split, the first 300 (skipped when the corpus cannot be fetched)."""
-    from nlp.data.reviews import load_reviews
+    from nlp.senta.data import load_reviews
     try:
         return load_reviews("test")[::5][:300]
     except FetchError as err:
@@ -93,7 +93,7 @@ def test_oar_show_prints_the_card():
     shown = yaml.safe_load(out)
     assert code == 0 and shown == card("senta_cnn")
     assert shown["metrics"]["split"] == "test" and 0.8 < shown["metrics"]["acc"] < 0.9
-    assert shown["reproduce"]["function"] == "nlp.tasks.sentiment:reproduce_senta"
+    assert shown["reproduce"]["function"] == "zoo.reproduce.senta:reproduce_senta"
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -112,7 +112,7 @@ def test_shipped_files_match_their_card(name):
 def small_splits(monkeypatch):
     """The real corpus (skipped when it cannot be fetched), its datasets cut to 48 reviews of each split
     (both labels); the task's vocabulary still comes from the whole train split."""
-    import nlp.data.reviews as reviews
+    import nlp.senta.data as reviews
     try:
         full = {split: reviews.load_reviews(split) for split in reviews.SPLITS}
     except FetchError as err:

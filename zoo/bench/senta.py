@@ -14,7 +14,7 @@ import framework.nn.functional as F
 from framework.optimizer import Adam
 from framework.timing import median_time
 
-from nlp.models.senta import SentaBiLSTM, SentaCNN
+from nlp.senta.model import SentaBiLSTM, SentaCNN
 
 from .torch_twins import match_blas_threads, torch_or_none, torch_senta
 

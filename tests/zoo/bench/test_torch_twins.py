@@ -8,7 +8,7 @@ import pytest
 
 import framework
 from nlp.lac.model import BiGRUCRF
-from nlp.models.senta import SentaBiLSTM, SentaCNN
+from nlp.senta.model import SentaBiLSTM, SentaCNN
 from video.models import AttentionCluster, AttentionLSTM, NeXtVLAD
 from vision.models import ResNet
 from zoo.bench import torch_twins

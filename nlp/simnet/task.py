@@ -1,9 +1,10 @@
 """Text matching (SimNet): two raw texts -> tokens -> ids -> a SimNet model -> a score and a 0/1 label.
 
-:class:`TextMatching` owns the text pipeline: a tokeniser
-(:mod:`nlp.data.tokenizers`, characters by default or LAC words), a
-vocabulary built from the training pairs' texts (or loaded from a file) and
-truncation to ``max_len`` tokens. The datasets (:mod:`nlp.data.matching`)
+:class:`TextMatching` owns the text pipeline that it shares with sentiment
+classification (:mod:`nlp.common`): a tokeniser (:mod:`nlp.data.tokenizers`,
+characters by default or LAC words), a vocabulary built from the training
+pairs' texts (or loaded from a file) and truncation to ``max_len`` tokens. The
+datasets (:mod:`nlp.simnet.data`)
 yield raw pairs or triples and the task's ``collate_fn`` makes the batches:
 
 - pairs ``{"a_ids", "a_lengths", "b_ids", "b_lengths", "label", "neg_type", "query_id"}``;
@@ -18,12 +19,12 @@ pointwise models, the cosine for pairwise ones) reaches the model's
 ``threshold`` buffer, which is saved with the weights. While the task trains
 (once it has computed a loss), every evaluation — the Trainer's, on
 ``data.eval``, the dev pairs — sets the threshold to the one that maximises
-accuracy there (:class:`~nlp.metrics_matching.ThresholdSearch`), so each
+accuracy there (:class:`~nlp.simnet.metrics.ThresholdSearch`), so each
 checkpoint carries the threshold chosen on dev for its weights; evaluating
 outside training never changes it.
 
 Metrics: accuracy at the threshold, AUC, pairwise ranking accuracy and
-accuracy per negative type (:mod:`nlp.metrics_matching`).
+accuracy per negative type (:mod:`nlp.simnet.metrics`).
 
 **Your own pairs.** A TSV file ``text_a<TAB>text_b<TAB>label`` (label 0 or 1;
 ``examples/matching_pairs.tsv`` has 20) trains and evaluates with the shipped
@@ -52,23 +53,19 @@ from framework.engine.metrics import to_numpy
 from framework.fetch import oar_home, sha256_of
 from framework.io.collate import pad_sequences
 from framework.registry import TASKS
-
-from nlp.data.matching import builder_file, read_pair_file
-from nlp.data.tokenizers import build_tokenizer
-from nlp.lac import tokenizer as _lac_tokenizer  # noqa: F401  (registers the lac_word tokeniser)
+from nlp.common import TokenEncoder, build_text_tokenizer, cached_vocab, task_vocab, text_task_assets
 from nlp.data.vocab import Vocab
-from nlp.metrics_matching import MatchAccuracy, MatchAUC, NegTypeAccuracy, RankingAccuracy, ScoredPairs, \
-    ThresholdSearch
-from nlp.tasks.sentiment import task_vocab, text_task_assets
+
+from .data import builder_file, read_pair_file
+from .metrics import MatchAccuracy, MatchAUC, NegTypeAccuracy, RankingAccuracy, ScoredPairs, ThresholdSearch
 
 __all__ = ["MatchingCollator", "TextMatching", "corpus_texts", "prepare_vocab"]
 
-_CHARS_PER_TOKEN = 8      # text beyond max_len * 8 characters is never tokenised
 _PAIR_SIDES = (("a", "text_a"), ("b", "text_b"))
 _TRIPLE_SIDES = (("q", "query"), ("p", "pos"), ("n", "neg"))
 
 
-class MatchingCollator:
+class MatchingCollator(TokenEncoder):
     """Raw pair or triple samples -> a padded batch of token ids.
 
     Each text is tokenised (at most ``max_len * 8`` of its characters), cut
@@ -80,17 +77,6 @@ class MatchingCollator:
     (+ ``label`` (N,) int64, ``neg_type`` list of N str, ``query_id`` (N,) int64).
     Triples ``{"query", "pos", "neg"}`` -> ``q_*``, ``p_*``, ``n_*`` ids and lengths.
     """
-
-    def __init__(self, tokenizer, vocab, max_len):
-        if max_len < 1:
-            raise ValueError(f"MatchingCollator: max_len must be >= 1, got {max_len}")
-        self.tokenizer, self.vocab, self.max_len = tokenizer, vocab, int(max_len)
-
-    def encode(self, texts):
-        """Token ids of each text: a list of N int64 arrays, each of length 1..max_len."""
-        clipped = [text[:self.max_len * _CHARS_PER_TOKEN] for text in texts]
-        ids = [self.vocab.encode(tokens[:self.max_len]) for tokens in self.tokenizer.tokenize_batch(clipped)]
-        return [i if i.size else numpy.array([Vocab.UNK_ID], dtype=numpy.int64) for i in ids]
 
     def __call__(self, samples):
         sides = _TRIPLE_SIDES if "pos" in samples[0] else _PAIR_SIDES
@@ -131,18 +117,12 @@ def prepare_vocab(tokenizer, corpus="peoples_daily", min_freq=2, max_size=None):
     The vocabulary holds the tokens seen at least ``min_freq`` times in the
     training texts, most frequent first, at most ``max_size`` entries with pad
     and unk. The tokeniser's artefacts (e.g. the LAC words of every text) and
-    the vocabulary are cached under ``$OAR_HOME/matching/vocab/<corpus>/<tokeniser>/``.
+    the vocabulary are cached under ``$OAR_HOME/matching/vocab/<corpus>/<tokeniser>/``
+    (:func:`~nlp.common.cached_vocab`).
     """
     key, train, other = corpus_texts(corpus)
-    folder = os.path.join(oar_home(), "matching", "vocab", key, tokenizer.signature)
-    tokenizer.fit(train, folder, other_texts=other)
-    path = os.path.join(folder, f"vocab_min{min_freq}_max{max_size or 0}.txt")
-    if os.path.isfile(path):
-        return Vocab.load(path)
-    vocab = Vocab.build((token for tokens in tokenizer.tokenize_batch(train) for token in tokens),
-                        min_freq=min_freq, max_size=max_size)
-    vocab.save(path)
-    return vocab
+    return cached_vocab(tokenizer, os.path.join(oar_home(), "matching", "vocab", key, tokenizer.signature), train,
+                        other, min_freq, max_size)
 
 
 def _as_pair(item, index):
@@ -175,7 +155,7 @@ class TextMatching(Task):
     """Do two texts say the same thing? A score and a label 1 (match) or 0.
 
     Args:
-        model: a SimNet model (:mod:`nlp.models.simnet`): ``encode``, ``match``,
+        model: a SimNet model (:mod:`nlp.simnet.model`): ``encode``, ``match``,
             ``head`` ('pointwise' or 'pairwise'), ``vocab_size`` and a ``threshold`` buffer.
         tokenizer: tokeniser config (``{type: char}`` by default, or ``{type: lac_word}``).
         vocab: a vocabulary file (:meth:`Vocab.save` format); when None it is
@@ -196,7 +176,7 @@ class TextMatching(Task):
         self.model, self.margin, self.calibrate = model, float(margin), bool(calibrate)
         self._metrics = metrics
         self._training = False
-        self.tokenizer = build_tokenizer(tokenizer or {"type": "char"}, where="task.tokenizer")
+        self.tokenizer = build_text_tokenizer(tokenizer)
         self.vocab = task_vocab("TextMatching", vocab, model,
                                 lambda capacity: prepare_vocab(self.tokenizer, corpus, min_freq, capacity))
         self.collate_fn = MatchingCollator(self.tokenizer, self.vocab, max_len)
@@ -248,7 +228,7 @@ class TextMatching(Task):
 
     def save_assets(self, directory):
         """The vocabulary (``task.vocab``) and a tokeniser model, if any
-        (:func:`~nlp.tasks.sentiment.text_task_assets`)."""
+        (:func:`~nlp.common.text_task_assets`)."""
         return text_task_assets(self, directory)
 
     def preprocess(self, inputs):

@@ -21,7 +21,7 @@ from its own generator seeded by ``(seed, split, anchor, copy)``.
   with probability ``clause_swap`` (0.25) two adjacent clauses trade places.
   Replaceable are content words (nouns, verbs, adjectives, adverbs ...) of
   two or more Han characters with a synonym in the ``=`` groups of
-  :mod:`nlp.data.synonyms` of a semantic class that fits their tag, the
+  :mod:`nlp.simnet.synonyms` of a semantic class that fits their tag, the
   synonym being a corpus word whose most frequent tag is the same (same
   part of speech). Entities and function words are never replaced. Anchors
   are the sentences with at least two replaceable words.
@@ -73,9 +73,10 @@ from framework.io import Dataset
 from framework.registry import DATASETS
 from framework.serialization import atomic_write
 
-from .peoples_daily import SPLITS, read_sentences
+from nlp.data.peoples_daily import SPLITS, read_sentences
+from nlp.data.text import CLOSING_MARKS, TextFormatError, full_to_half, read_utf8_lines
+
 from .synonyms import load_synonym_table
-from .text import CLOSING_MARKS, TextFormatError, full_to_half, read_utf8_lines
 
 __all__ = ["BUILDER_VERSION", "NEG_TYPES", "POSITIVE", "ENTITY_KINDS", "Token", "MatchPair", "Triple",
            "corpus_sentences", "tag_lexicon", "Rewriter", "default_rewriter", "entity_shape", "EntityPools",
@@ -96,7 +97,7 @@ _CLOSING = set(CLOSING_MARKS)
 _CLAUSE_MARKS = set("，；：。！？,;:!?")
 _COORDINATORS = {"、", "和", "与", "及", "以及", "同", "或", "或者", "跟", "并"}
 _CONTENT_TAGS = {"n", "s", "v", "vn", "vd", "a", "ad", "an", "d", "b", "z", "i", "l"}
-# Semantic classes of the thesaurus (see nlp.data.synonyms) a word of each tag may take synonyms from.
+# Semantic classes of the thesaurus (see nlp.simnet.synonyms) a word of each tag may take synonyms from.
 _TAG_CLASSES = {"n": "ABCD", "s": "BC", "v": "FGHIJ", "vn": "FGHIJ", "vd": "FGHIJ", "a": "E", "ad": "E",
                 "an": "E", "b": "E", "z": "E", "d": "EK"}
 _HAN = re.compile(r"^[\u4e00-\u9fff]{2,}$")
@@ -226,7 +227,7 @@ class Rewriter:
     """Rewrites a sentence by same-POS synonym replacement and, sometimes, a swap of two adjacent clauses.
 
     Args:
-        synonyms: a :class:`~nlp.data.synonyms.SynonymTable`.
+        synonyms: a :class:`~nlp.simnet.synonyms.SynonymTable`.
         lexicon: word -> most frequent PKU tag (:func:`tag_lexicon` of the train split).
         share: (low, high): each rewrite replaces a share drawn uniformly from
             this range of the replaceable words (at least one).

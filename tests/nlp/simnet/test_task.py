@@ -8,21 +8,20 @@ import pytest
 
 import framework
 from framework.config import load_config, signature_keys
-from framework.engine import runner
+from framework.engine import export_weights, runner
 from framework.engine.task import to_tensors
 from framework.engine.trainer import evaluate
 from framework.errors import InputError
 from framework.io import DataLoader
 from framework.registry import DATASETS, MODELS, TASKS
-from nlp.data.matching import MatchingPairs
 from nlp.data.vocab import Vocab
-from nlp.metrics_matching import (MatchAccuracy, MatchAUC, NegTypeAccuracy, ThresholdSearch, auc, average_ranks,
-                                  best_threshold, ranking_accuracy)
-from nlp.matching_reproduce import export_weights, pair_metrics
-from nlp.models.simnet import SimNetCNN
-from nlp.tasks.matching import TextMatching
+from nlp.simnet.data import MatchingPairs
+from nlp.simnet.metrics import (MatchAccuracy, MatchAUC, NegTypeAccuracy, ThresholdSearch, auc, average_ranks,
+                                best_threshold, pair_metrics, ranking_accuracy)
+from nlp.simnet.model import FLOAT32_BUFFERS, SimNetCNN
+from nlp.simnet.task import TextMatching
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 CHARS = "我们你他好坏天气今明很不是的北京上海去了"
 
 
@@ -214,7 +213,7 @@ def test_trains_and_evaluates_on_a_users_pairs(tmp_path, monkeypatch, head):
     chosen = [r["threshold"] for r in summary["history"] if r["auc"] == summary["best"]][0]
     assert stored.tolist() == [numpy.float32(chosen)]
     weights = str(tmp_path / "shipped.npz")
-    export_weights(best, weights)
+    export_weights(best, weights, keep_float32=FLOAT32_BUFFERS)
     state = framework.load(weights)["model"]
     assert state["threshold"].dtype == numpy.float32 and state["embedding.weight"].dtype == numpy.float16
     metrics = runner.evaluate_config(load_config(config), weights, split="test")

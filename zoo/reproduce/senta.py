@@ -1,0 +1,132 @@
+"""``oar reproduce senta``: train the Senta family, measure it on dev and test, and write one table.
+
+:func:`reproduce` trains the configs ``configs/nlp/senta_*.yaml`` and
+evaluates them on dev and test (accuracy and macro-F1,
+:mod:`nlp.senta.metrics`); :func:`reproduce_senta` is the zoo cards' procedure
+around it (float16 weights and the shared vocabulary of the shipped models,
+their cards and the ``senta`` block of ``docs/RESULTS.md``, with the TF-IDF peer
+when scikit-learn is importable); :func:`results_table` writes that block.
+"""
+import datetime
+import importlib
+import os
+import time
+
+from framework.config import ConfigError, load_config
+from framework.engine import export_weights, runner
+from framework.fetch import sha256_of
+from nlp.senta_peer import run_peer
+
+from ..catalog import ROOT, cards
+from . import destination, machine_description
+
+__all__ = ["CHAR_MODELS", "ALL_CONFIGS", "reproduce", "results_table", "reproduce_senta"]
+
+CHAR_MODELS = ("senta_bow", "senta_cnn", "senta_gru", "senta_lstm", "senta_bilstm")
+ALL_CONFIGS = CHAR_MODELS + tuple(f"{name}_{inputs}" for inputs in ("word", "spm") for name in CHAR_MODELS)
+
+
+def reproduce(names=CHAR_MODELS, config_dir="configs/nlp", output_root="outputs", device=None, progress=False,
+              overrides=(), exports=None):
+    """Train each config ``<config_dir>/<name>.yaml`` and evaluate its best checkpoint on dev and test.
+
+    Returns one row per name: ``{"name", "input", "dev_acc", "dev_macro_f1",
+    "test_acc", "test_macro_f1", "train_seconds", "checkpoint"}``; checkpoints
+    go to ``<output_root>/<name>/best.npz`` (``last.npz`` when the budget ended
+    before any evaluation). ``overrides``: ``key=value`` strings applied to
+    every config. ``exports``: optional dict name -> path; that model's
+    checkpoint is written there as float16 weights
+    (:func:`framework.engine.export_weights`), those weights are the ones scored
+    and the row gets their ``"sha256"``.
+    """
+    importlib.import_module("nlp.senta.model")       # registers the models the configs name
+    exports = exports or {}
+    rows = []
+    for name in names:
+        cfg = load_config(os.path.join(config_dir, f"{name}.yaml"), list(overrides))
+        output_dir = os.path.join(output_root, name)
+        start = time.perf_counter()
+        runner.train(cfg, output_dir=output_dir, device=device, progress=progress)
+        seconds = time.perf_counter() - start
+        checkpoint = os.path.join(output_dir, "best.npz")
+        if not os.path.isfile(checkpoint):
+            checkpoint = os.path.join(output_dir, "last.npz")
+        row = {"name": name, "input": (cfg["task"].get("tokenizer") or {"type": "char"})["type"]}
+        if name in exports:
+            row["sha256"] = export_weights(checkpoint, exports[name])
+            checkpoint = exports[name]
+        dev = runner.evaluate_config(cfg, checkpoint, split="eval", device=device)
+        test = runner.evaluate_config(cfg, checkpoint, split="test", device=device)
+        row.update({"dev_acc": dev["acc"], "dev_macro_f1": dev["macro_f1"], "test_acc": test["acc"],
+                    "test_macro_f1": test["macro_f1"], "train_seconds": seconds, "checkpoint": checkpoint})
+        rows.append(row)
+    return rows
+
+
+def results_table(rows, facts="", peer=None):
+    """The Markdown block of ``docs/RESULTS.md``: one line per :func:`reproduce` row (model, input, dev
+    accuracy, test accuracy and macro-F1, train time), the peer's line (a :func:`nlp.senta_peer.run_peer`
+    dict; None: a sentence saying it was not measured), then ``facts`` (how and where it was measured)."""
+    lines = ["| model | input | dev acc | test acc | test macro-F1 | train time |", "|---|---|---|---|---|---|"]
+    for row in rows:
+        lines.append(f"| {row['name']} | {row['input']} | {row['dev_acc']:.3f} | {row['test_acc']:.3f} | "
+                     f"{row['test_macro_f1']:.3f} | {row['train_seconds'] / 60:.1f} min |")
+    if peer is not None:
+        lines.append(f"| peer: TF-IDF + logistic regression (C={peer['C']:g}) | char 1-3-grams | "
+                     f"{peer['dev_acc']:.3f} | {peer['test_acc']:.3f} | {peer['test_macro_f1']:.3f} | - |")
+    notes = [] if peer is not None else ["The peer (TF-IDF over character 1-3-grams + logistic regression) was not "
+                                         "measured: scikit-learn is not importable here."]
+    return "\n".join(lines + [""] * bool(notes or facts) + notes + ([facts] if facts else []))
+
+
+def reproduce_senta(entry, options):
+    """``oar reproduce senta`` (or any Senta card): the procedure of the cards whose ``reproduce.function``
+    names this function.
+
+    Trains the card's ``reproduce.models`` (default :data:`ALL_CONFIGS`, the
+    five models on characters, LAC words and SentencePiece pieces) and
+    measures them on dev and test, and the TF-IDF peer when scikit-learn is
+    importable (:mod:`nlp.senta_peer`). The shipped models (those of
+    :data:`CHAR_MODELS` that have a card) are exported in float16 to their
+    cards' ``weights.path`` and scored from there; their shared vocabulary (the
+    task's, built from the training texts) is saved to ``weights.vocab``.
+    With ``options.dry_run`` these files go under the dry-run folder
+    (:func:`zoo.reproduce.destination`). Returns the outcome for
+    :mod:`zoo.reproduce`: this card's ``metrics`` and ``weights``, ``models``
+    (the other shipped cards' ones), and the table as ``results_text`` for the
+    ``senta`` block of ``docs/RESULTS.md``.
+    """
+    names = list((entry.get("reproduce") or {}).get("models") or ALL_CONFIGS)
+    shipped = {name: card for name, card in cards().items() if name in CHAR_MODELS and name in names}
+    if entry["name"] not in shipped:
+        raise ConfigError(f"card {entry['name']!r}: reproduce_senta serves the cards of {', '.join(CHAR_MODELS)}, "
+                          f"and reproduce.models must include the card's own model")
+    vocab_file = entry["weights"]["vocab"]
+    vocab_path = destination(options, vocab_file)
+    cfg = load_config(os.path.join(ROOT, entry["config"]), list(options.overrides))
+    os.makedirs(os.path.dirname(vocab_path), exist_ok=True)
+    runner.build_task(cfg).vocab.save(vocab_path)
+    exports = {name: destination(options, card["weights"]["path"]) for name, card in shipped.items()}
+    start, start_cpu = time.time(), time.process_time()
+    rows = reproduce(names, os.path.join(ROOT, "configs", "nlp"), options.output_root, options.device,
+                     not options.quiet, options.overrides, exports)
+    peer = _measured_peer()
+    facts = (f"Command: `oar reproduce senta`. Wall time {(time.time() - start) / 60:.1f} min, CPU time "
+             f"{(time.process_time() - start_cpu) / 60:.1f} min in all; {machine_description()}; "
+             f"{datetime.date.today().isoformat()}.")
+    vocab = {"vocab": vocab_file, "vocab_sha256": sha256_of(vocab_path)}
+    models = {row["name"]: {"metrics": {"split": "test", "acc": round(row["test_acc"], 4),
+                                        "macro_f1": round(row["test_macro_f1"], 4)},
+                            "weights": {"path": shipped[row["name"]]["weights"]["path"], "sha256": row["sha256"],
+                                        **vocab}}
+              for row in rows if row["name"] in shipped}
+    own = models.pop(entry["name"])
+    return {**own, "models": models, "results_name": "senta", "results_text": results_table(rows, facts, peer)}
+
+
+def _measured_peer():
+    """:func:`nlp.senta_peer.run_peer`'s result, or None when scikit-learn is not importable."""
+    try:
+        return run_peer()
+    except ImportError:
+        return None
