@@ -1,4 +1,5 @@
-"""Video classification metrics: top-k and mean class accuracy, and the YouTube-8M metrics.
+"""Video classification metrics: top-k and mean class accuracy, confusion matrices, time-reversal pair scores,
+and the YouTube-8M metrics.
 
 Functions take NumPy arrays: ``scores`` (N, C), one row of class scores per
 video, and ``labels``: class ids (N,) for single-label data, or multi-hot (N, C)
@@ -20,8 +21,15 @@ YouTube-8M definitions (the challenge's ``eval_util.py``):
 
 The registered metrics ``MeanClassAccuracy`` and ``YouTube8MMetrics`` read
 ``outputs[score_key]`` (N, C) and ``batch[label_key]``; top-k accuracy in
-configs is ``vision.metrics.TopKAccuracy``. ``FrameAttributeMetrics`` scores
-the per-frame outputs of :class:`video.tasks.frame_attributes.FrameAttributes`.
+configs is ``vision.metrics.TopKAccuracy``. ``LabelGroupAccuracy`` scores one
+group of classes of multi-label scores (e.g. the motions, or their time-reversal
+pairs); ``FrameAttributeMetrics`` the per-frame outputs of
+:class:`video.tasks.frame_attributes.FrameAttributes`.
+
+Pair scores (:func:`collapse_pairs`, :func:`pair_collapsed_accuracy`,
+:func:`per_pair_accuracy`): accuracy when a prediction only has to name the
+right pair of classes that are each other's time reverse (what a model blind to
+frame order can reach), and the accuracy inside each pair.
 """
 import numpy
 
@@ -29,8 +37,9 @@ from framework.engine.metrics import Metric, to_numpy
 from framework.registry import METRICS
 from vision.metrics import label_ranks
 
-__all__ = ["topk_accuracy", "mean_class_accuracy", "gap", "hit_at_one", "perr", "mean_ap", "MeanClassAccuracy",
-           "YouTube8MMetrics", "FrameAttributeMetrics"]
+__all__ = ["topk_accuracy", "mean_class_accuracy", "confusion_matrix", "collapse_pairs", "pair_collapsed_accuracy",
+           "per_pair_accuracy", "gap", "hit_at_one", "perr", "mean_ap", "MeanClassAccuracy", "YouTube8MMetrics",
+           "LabelGroupAccuracy", "FrameAttributeMetrics"]
 
 
 def _scores(scores, who):
@@ -93,6 +102,49 @@ def mean_class_accuracy(scores, labels):
     hits = numpy.bincount(labels, weights=correct, minlength=scores.shape[1])[present]
     counts = numpy.bincount(labels, minlength=scores.shape[1])[present]
     return float((hits / counts).mean())
+
+
+def confusion_matrix(scores, labels, num_classes):
+    """Counts (K, K) of the argmax predictions: row = true class, column = predicted class.
+
+    Shapes: scores (N, K), labels (N,) class ids; ``num_classes`` is K. Returns an int64 array.
+    """
+    matrix = numpy.zeros((num_classes, num_classes), dtype=numpy.int64)
+    numpy.add.at(matrix, (numpy.asarray(labels), numpy.asarray(scores).argmax(1)), 1)
+    return matrix
+
+
+def collapse_pairs(ids, pairs):
+    """Class ids (N,) -> ids where both classes of each pair map to the pair's first class."""
+    ids = numpy.asarray(ids).copy()
+    for first, second in pairs:
+        ids[ids == second] = first
+    return ids
+
+
+def pair_collapsed_accuracy(scores, labels, pairs):
+    """Fraction of videos whose top-1 class is the label or the label's pair partner.
+
+    scores (N, K), labels (N,) ids, pairs: [(a, b), …] classes that are each other's time reverse.
+    """
+    predictions = numpy.asarray(scores).argmax(axis=1)
+    return float((collapse_pairs(predictions, pairs) == collapse_pairs(labels, pairs)).mean())
+
+
+def per_pair_accuracy(scores, labels, pairs):
+    """For each pair (a, b): top-1 accuracy on its videos when choosing only between a and b.
+
+    Returns ``{"a/b": accuracy}`` (NaN-free: pairs without videos are left out);
+    this is the accuracy inside the pair, about 0.5 for a model blind to order.
+    """
+    scores, labels = numpy.asarray(scores), numpy.asarray(labels)
+    result = {}
+    for first, second in pairs:
+        rows = (labels == first) | (labels == second)
+        if rows.any():
+            chosen = numpy.where(scores[rows, first] >= scores[rows, second], first, second)
+            result[f"{first}/{second}"] = float((chosen == labels[rows]).mean())
+    return result
 
 
 def _average_precision(hits, num_positives):
@@ -210,6 +262,41 @@ class YouTube8MMetrics(_ScoreMetric):
         scores, labels = self.arrays()
         return {"gap": gap(scores, labels, self.top_k), "hit_at_one": hit_at_one(scores, labels),
                 "perr": perr(scores, labels), "map": mean_ap(scores, labels)}
+
+
+@METRICS.register()
+class LabelGroupAccuracy(Metric):
+    """Accuracy of the argmax inside one group of classes ``[start, end)`` of multi-label scores.
+
+    Each video's true class in the group is its positive label there (videos with none are skipped).
+    ``pairs`` (list of [a, b]) counts a prediction right when it names the other class of the true
+    class's pair (e.g. a clip and its time reverse). Returns ``{name: accuracy}``.
+    """
+
+    counters = ("right", "count")
+
+    def __init__(self, start: int, end: int, name: str = "group_acc", pairs: list = None,
+                 score_key: str = "prob", label_key: str = "label"):
+        self.start, self.end, self.name = int(start), int(end), name
+        self.score_key, self.label_key = score_key, label_key
+        self.partner = numpy.arange(self.end - self.start)
+        for a, b in pairs or []:
+            self.partner[int(a) - self.start], self.partner[int(b) - self.start] = int(b) - self.start, int(a) - self.start
+        self.reset()
+
+    def reset(self):
+        self.right = self.count = 0
+
+    def update(self, outputs, batch):
+        scores = to_numpy(outputs[self.score_key])[:, self.start:self.end]
+        labels = to_numpy(batch[self.label_key])[:, self.start:self.end] > 0.5
+        has = labels.any(axis=1)
+        truth, pred = labels.argmax(axis=1)[has], scores.argmax(axis=1)[has]
+        self.right += int(((pred == truth) | (pred == self.partner[truth])).sum())
+        self.count += int(has.sum())
+
+    def compute(self):
+        return {self.name: self.right / max(self.count, 1)}
 
 
 @METRICS.register()

@@ -14,9 +14,9 @@ from video.data.synthetic import SyntheticSpec, plan_video  # noqa: E402
 from video.data.transforms import mirror_array  # noqa: E402
 from video.data.frame_attributes import SyntheticFrameAttributes, frame_targets, mirror_frames  # noqa: E402
 from video.data.synthetic_features import SyntheticFeatures, mirror_label_map  # noqa: E402
-from video.metrics import FrameAttributeMetrics  # noqa: E402
+from video.metrics import FrameAttributeMetrics, LabelGroupAccuracy  # noqa: E402
 from video.models.attention_lstm import AttentionLSTM  # noqa: E402
-from video.tasks.feature_recognition import FeatureRecognition, LabelGroupAccuracy  # noqa: E402
+from video.tasks.feature_recognition import FeatureRecognition  # noqa: E402
 from video.tasks.frame_attributes import NUM_OUTPUTS, FrameAttributes  # noqa: E402
 
 SPEC = {"num_frames": [16, 18]}
@@ -159,22 +159,10 @@ def test_backbone_config_builds():
     assert sum(int(numpy.prod(p.shape)) for p in task.model.parameters()) * 2 < 8 * 2 ** 20
 
 
-def test_count_rule_bound_by_hand():
-    from video.feature_reproduce import count_rule_bound
-    blink, appear, disappear, still = 10, 8, 9, 11
-    # train: count 3 mostly blink, count 5 appear/disappear only, count 2 a tie (goes to appear/disappear)
-    train = (numpy.array([blink, blink, appear, disappear, blink, appear, 0]), numpy.array([3, 3, 3, 5, 2, 2, 8]))
-    test = (numpy.array([blink, appear, disappear, blink, blink, blink, still, appear, 0]),
-            numpy.array([3, 3, 5, 5, 5, 2, 8, 2, 8]))
-    bound = count_rule_bound(train, test)
-    # learned rule: wrong on appear@3, blink@5 (twice), blink@2 -> 4 of 9; best for test: count 5 says blink -> 3
-    assert bound == {"learned": pytest.approx(5 / 9), "best": pytest.approx(6 / 9), "ambiguous_counts": [2, 3]}
-
-
 @pytest.mark.parametrize("bias, expected", [(5.0, 6), (-5.0, 0)])
 def test_visible_counts_read_the_backbone_visibility_output(tiny, tmp_path, bias, expected):
     from video.data.synthetic import SHAPES
-    from video.feature_reproduce import visible_counts
+    from video.tasks.evaluation import visible_counts
     state = {k: numpy.array(v) for k, v in framework.load(tiny["weights"]).items()}
     state["fc.weight"][len(SHAPES)] = 0.0
     state["fc.bias"][len(SHAPES)] = bias

@@ -3,7 +3,7 @@ import numpy
 import pytest
 
 from framework.registry import METRICS
-from video.metrics import gap, hit_at_one, mean_ap, mean_class_accuracy, perr, topk_accuracy
+from video.metrics import confusion_matrix, gap, hit_at_one, mean_ap, mean_class_accuracy, perr, topk_accuracy
 
 SCORES = numpy.array([[0.9, 0.8, 0.1], [0.7, 0.2, 0.6]])
 LABELS = numpy.array([[1, 0, 1], [0, 0, 1]])
@@ -88,6 +88,13 @@ def test_topk_and_mean_class_accuracy_by_hand():
     assert mean_class_accuracy(scores, labels) == pytest.approx((1 / 2 + 1 / 3) / 2)
     assert topk_accuracy(scores, labels, k=(1,)) == pytest.approx([2 / 5])
 
+
+
+def test_confusion_matrix_counts_true_rows_and_predicted_columns():
+    probs = numpy.array([[0.9, 0.1, 0.0], [0.2, 0.8, 0.0], [0.7, 0.3, 0.0], [0.1, 0.2, 0.7]])
+    matrix = confusion_matrix(probs, numpy.array([0, 1, 1, 1]), 3)
+    numpy.testing.assert_array_equal(matrix, [[1, 0, 0], [1, 1, 1], [0, 0, 0]])
+    assert matrix.dtype == numpy.int64 and matrix.sum() == 4
 
 def test_bad_shapes_and_labels_are_named():
     with pytest.raises(ValueError, match=r"scores must be \(N, C\)"):

@@ -13,7 +13,8 @@ from framework.config import load_config
 from framework.engine import runner
 from framework.registry import MODELS
 from video.tasks import VideoRecognition
-from video.tasks.common import pair_collapsed_accuracy, per_pair_accuracy, topk_result
+from video.metrics import pair_collapsed_accuracy, per_pair_accuracy
+from video.tasks.common import topk_result
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 NAMES = ["a", "b", "c"]
@@ -88,18 +89,3 @@ def test_frame_model_configs_build(path):
     assert isinstance(task, VideoRecognition)
     assert task.model.num_classes == (12 if "synth" in path else 400)
     assert task.loader is not None
-
-
-def test_reproduce_helpers():
-    from video.reproduce import bound_text, confusion_matrix, multi_view, results_table
-    probs = numpy.array([[0.9, 0.1], [0.2, 0.8], [0.7, 0.3]])
-    numpy.testing.assert_array_equal(confusion_matrix(probs, numpy.array([0, 1, 1]), 2), [[1, 0], [1, 1]])
-    cfg = load_config(os.path.join(ROOT, "configs", "video", "tsm_synth.yaml"))
-    test = multi_view(cfg)["data"]["test"]
-    assert test["sampler"]["num_views"] == 3 and test["sampler"]["num_segments"] == 6
-    assert [t["type"] for t in test["transforms"]] == ["Resize", "ThreeCrop", "Normalize", "FormatClips"]
-    assert cfg["data"]["test"]["sampler"].get("num_views", 1) == 1  # the config itself is unchanged
-    table = results_table([{"model": "tsn_synth", "motion_top1": 0.5, "per_pair": {"0/1": 0.5}}])
-    assert "| tsn_synth | 0.500 |" in table and "move_left/move_right 0.50" in table
-    line = bound_text({"learned": 0.9083, "best": 0.95, "ambiguous_counts": [4, 5, 6]})
-    assert "0.908 with the rule learned" in line and "0.950 with the best rule" in line and "counts 4, 5, 6." in line

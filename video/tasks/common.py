@@ -1,14 +1,12 @@
-"""Helpers shared by the video tasks: ``predict(paths, top_k=None)``, readable top-k results and the
-time-reversal pair scores.
+"""Helpers shared by the video tasks: ``predict(paths, top_k=None)`` and readable top-k results.
 
 - :class:`RankedPrediction`: the ``predict(paths, top_k=None)`` of both video tasks.
 - :func:`check_top_k`, :func:`video_paths`: the checks of what a user passes to ``predict``.
 - :func:`topk_result`: one ``{"topk": [[name, prob], …]}`` dict, best first.
 - :func:`resolve_label_groups`, :func:`grouped_topk_result`: the same per group of classes (e.g. the motions and the
   shapes of a multi-label set), ``{"topk": […], "<group>_topk": […], …}``.
-- :func:`collapse_pairs`, :func:`pair_collapsed_accuracy`, :func:`per_pair_accuracy`:
-  accuracy when a prediction only has to name the right pair of classes that
-  are each other's time reverse (what a model blind to frame order can reach).
+
+The time-reversal pair scores are in :mod:`video.metrics`.
 """
 import numbers
 import os
@@ -21,7 +19,7 @@ from framework.errors import InputError
 from framework.tensor import no_grad
 
 __all__ = ["RankedPrediction", "check_top_k", "video_paths", "topk_result", "resolve_label_groups",
-           "grouped_topk_result", "collapse_pairs", "pair_collapsed_accuracy", "per_pair_accuracy"]
+           "grouped_topk_result"]
 
 
 def check_top_k(top_k, who, error=InputError):
@@ -147,35 +145,3 @@ def grouped_topk_result(probs, class_names, top_k=None, groups=None):
         result[f"{group}_topk"] = topk_result(probs[ids], names, top_k)["topk"]
     return result
 
-
-def collapse_pairs(ids, pairs):
-    """Class ids (N,) -> ids where both classes of each pair map to the pair's first class."""
-    ids = numpy.asarray(ids).copy()
-    for first, second in pairs:
-        ids[ids == second] = first
-    return ids
-
-
-def pair_collapsed_accuracy(scores, labels, pairs):
-    """Fraction of videos whose top-1 class is the label or the label's pair partner.
-
-    scores (N, K), labels (N,) ids, pairs: [(a, b), …] classes that are each other's time reverse.
-    """
-    predictions = numpy.asarray(scores).argmax(axis=1)
-    return float((collapse_pairs(predictions, pairs) == collapse_pairs(labels, pairs)).mean())
-
-
-def per_pair_accuracy(scores, labels, pairs):
-    """For each pair (a, b): top-1 accuracy on its videos when choosing only between a and b.
-
-    Returns ``{"a/b": accuracy}`` (NaN-free: pairs without videos are left out);
-    this is the accuracy inside the pair, about 0.5 for a model blind to order.
-    """
-    scores, labels = numpy.asarray(scores), numpy.asarray(labels)
-    result = {}
-    for first, second in pairs:
-        rows = (labels == first) | (labels == second)
-        if rows.any():
-            chosen = numpy.where(scores[rows, first] >= scores[rows, second], first, second)
-            result[f"{first}/{second}"] = float((chosen == labels[rows]).mean())
-    return result

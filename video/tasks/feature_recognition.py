@@ -27,9 +27,9 @@ import numpy
 import framework.nn.functional as F
 from framework.config import ConfigError
 from framework.engine import Task
-from framework.engine.metrics import Metric, to_numpy
+from framework.engine.metrics import to_numpy
 from framework.io import SequenceCollator
-from framework.registry import METRICS, MODELS, TASKS
+from framework.registry import MODELS, TASKS
 
 from ..data.datasets import read_class_names
 from ..data.decode import VideoReader
@@ -38,42 +38,7 @@ from ..data.sampling import uniform_indices
 from ..metrics import YouTube8MMetrics
 from .common import RankedPrediction, check_top_k, grouped_topk_result, resolve_label_groups, video_paths
 
-__all__ = ["FeatureRecognition", "LabelGroupAccuracy"]
-
-
-@METRICS.register()
-class LabelGroupAccuracy(Metric):
-    """Accuracy of the argmax inside one group of classes ``[start, end)`` of multi-label scores.
-
-    Each video's true class in the group is its positive label there (videos with none are skipped).
-    ``pairs`` (list of [a, b]) counts a prediction right when it names the other class of the true
-    class's pair (e.g. a clip and its time reverse). Returns ``{name: accuracy}``.
-    """
-
-    counters = ("right", "count")
-
-    def __init__(self, start: int, end: int, name: str = "group_acc", pairs: list = None,
-                 score_key: str = "prob", label_key: str = "label"):
-        self.start, self.end, self.name = int(start), int(end), name
-        self.score_key, self.label_key = score_key, label_key
-        self.partner = numpy.arange(self.end - self.start)
-        for a, b in pairs or []:
-            self.partner[int(a) - self.start], self.partner[int(b) - self.start] = int(b) - self.start, int(a) - self.start
-        self.reset()
-
-    def reset(self):
-        self.right = self.count = 0
-
-    def update(self, outputs, batch):
-        scores = to_numpy(outputs[self.score_key])[:, self.start:self.end]
-        labels = to_numpy(batch[self.label_key])[:, self.start:self.end] > 0.5
-        has = labels.any(axis=1)
-        truth, pred = labels.argmax(axis=1)[has], scores.argmax(axis=1)[has]
-        self.right += int(((pred == truth) | (pred == self.partner[truth])).sum())
-        self.count += int(has.sum())
-
-    def compute(self):
-        return {self.name: self.right / max(self.count, 1)}
+__all__ = ["FeatureRecognition"]
 
 
 @TASKS.register()

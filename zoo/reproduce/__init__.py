@@ -10,7 +10,8 @@ optionally ``"results_text"``, the block to write, ``"results_name"``, the
 block's name when it is not the card's, and ``"models"``, ``{name: {"metrics",
 "weights"}}`` of other cards the same run measured: those cards are updated too
 and not run again in the same ``reproduce``); it can reuse
-:func:`train_and_measure` and :func:`destination`. ``oar reproduce senta``
+:func:`train_and_measure` (or its steps :func:`card_config` and
+:func:`train_checkpoint`) and :func:`destination`. ``oar reproduce senta``
 runs the sentiment cards (one procedure trains the whole Senta family),
 ``oar reproduce simnet`` the matching cards (one procedure trains all eight SimNet models).
 
@@ -22,6 +23,7 @@ procedure.
 """
 import datetime
 import importlib
+import json
 import os
 import shutil
 import time
@@ -34,7 +36,7 @@ from framework.serialization import atomic_write
 from ..catalog import CATALOG_PATH, ROOT, CatalogError, cards, write_card
 
 __all__ = ["GROUPS", "RESULTS_PATH", "reproduce", "update_results", "destination",
-           "train_and_measure", "machine_description"]
+           "train_and_measure", "card_config", "train_checkpoint", "logged_train_minutes", "machine_description"]
 
 GROUPS = {"nlp": ("lexical_analysis", "sentiment", "matching"), "senta": ("sentiment",), "simnet": ("matching",),
           "video": ("video",)}
@@ -70,29 +72,63 @@ def update_results(name, row_text, path=RESULTS_PATH):
         f.write(text)
 
 
-def train_and_measure(entry, options, extra_overrides=()):
-    """Train the card's config, evaluate the best checkpoint on the card's split and export it in float16.
-
-    Overrides apply in this order: the card's ``reproduce.overrides``,
-    ``extra_overrides`` (from a card's own procedure), then the command line's.
-    The checkpoint is ``best.npz``, or ``last.npz`` when the budget ended before
-    any evaluation. Returns ``{"metrics": {"split": …, name: value, …},
-    "weights": {"path", "sha256", …}, "summary": …}`` (the trainer's summary).
-    """
+def card_config(entry, options, extra_overrides=()):
+    """The card's config, resolved with overrides in this order: the card's ``reproduce.overrides``,
+    ``extra_overrides`` (from a card's own procedure), then the command line's."""
     recipe = entry.get("reproduce") or {}
     overrides = list(recipe.get("overrides", [])) + list(extra_overrides) + list(options.overrides)
-    cfg = load_config(os.path.join(ROOT, entry["config"]), overrides)
-    output_dir = os.path.join(options.output_root, entry["name"])
-    _, summary = runner.train(cfg, output_dir=output_dir, device=options.device, progress=not options.quiet)
+    return load_config(os.path.join(ROOT, entry["config"]), overrides)
+
+
+def logged_train_minutes(run_dir):
+    """Training time of a finished run from its ``metrics.jsonl`` (the time to the first record extrapolated
+    back to step 0 at the run's mean time per step), in minutes."""
+    with open(os.path.join(run_dir, "metrics.jsonl"), encoding="utf-8") as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    first, last = records[0], records[-1]
+    per_step = (last["time"] - first["time"]) / max(last["step"] - first["step"], 1)
+    return (last["time"] - first["time"] + per_step * first["step"]) / 60
+
+
+def train_checkpoint(cfg, entry, options, from_run=None):
+    """Train ``cfg`` into ``<output_root>/<card name>``; returns ``(checkpoint, summary, minutes)``.
+
+    The checkpoint is ``best.npz``, or ``last.npz`` when the budget ended before
+    any evaluation; ``summary`` is the trainer's, ``minutes`` the training's wall
+    time. ``from_run``: the directory of a finished run (``oar train``) to take
+    instead of training (summary None, minutes from :func:`logged_train_minutes`).
+    """
+    if from_run:
+        output_dir, summary, minutes = from_run, None, logged_train_minutes(from_run)
+    else:
+        output_dir, start = os.path.join(options.output_root, entry["name"]), time.time()
+        _, summary = runner.train(cfg, output_dir=output_dir, device=options.device, progress=not options.quiet)
+        minutes = (time.time() - start) / 60
     best = os.path.join(output_dir, "best.npz")
     if not os.path.isfile(best):                     # a step budget that ended before any evaluation
         best = os.path.join(output_dir, "last.npz")
+    return best, summary, minutes
+
+
+def train_and_measure(entry, options, extra_overrides=(), cfg=None, from_run=None):
+    """Train the card's config, evaluate the best checkpoint on the card's split and export it in float16.
+
+    The config is :func:`card_config` (``cfg`` when the procedure resolved it
+    already); the checkpoint and ``from_run`` are :func:`train_checkpoint`'s.
+    Returns ``{"metrics": {"split": …, name: value, …}, "weights": {"path",
+    "sha256", …}, "summary": …, "checkpoint": path, "train_minutes": …}``
+    (the trainer's summary; the training's wall time).
+    """
+    recipe = entry.get("reproduce") or {}
+    cfg = cfg if cfg is not None else card_config(entry, options, extra_overrides)
+    best, summary, minutes = train_checkpoint(cfg, entry, options, from_run)
     split = recipe.get("split", "test")
     metrics = runner.evaluate_config(cfg, best, split=split, device=options.device)
     weights_path = entry["weights"]["path"]
     sha = export_weights(best, destination(options, weights_path))
     return {"metrics": {"split": split, **{k: round(float(v), 4) for k, v in metrics.items()}},
-            "weights": {**entry["weights"], "path": weights_path, "sha256": sha}, "summary": summary}
+            "weights": {**entry["weights"], "path": weights_path, "sha256": sha}, "summary": summary,
+            "checkpoint": best, "train_minutes": minutes}
 
 
 def _run_one(entry, options, catalog_path, results_path):
