@@ -1,6 +1,6 @@
 """Print the classic peer of the Senta models as JSON: ``python tools/senta_peer.py`` (needs scikit-learn).
 
-TF-IDF over character 1-3-grams + logistic regression, C chosen on dev (see :mod:`nlp.senta_peer`).
+TF-IDF over character 1-3-grams + logistic regression, C chosen on dev (see :mod:`zoo.reproduce.peers`).
 """
 import json
 import os
@@ -8,14 +8,13 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from nlp.senta_peer import run_peer  # noqa: E402
-
 from zoo.cli import run_tool  # noqa: E402
+from zoo.reproduce.peers import sentiment_tfidf_peer  # noqa: E402
 
 
 def main():
     try:
-        print(json.dumps(run_peer()))
+        print(json.dumps(sentiment_tfidf_peer()))
     except ImportError as err:
         raise SystemExit(f"senta_peer.py: error: {err}") from None
 

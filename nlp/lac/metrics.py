@@ -28,7 +28,8 @@ its denominator is 0.
 :class:`LexicalMetrics` (registered) scores batches of label ids;
 :func:`score_words` scores lists of ``(words, tags)`` against gold ones (e.g.
 the official LAC's output, with ``tag_map`` turning its ``PER``/``LOC``/``ORG``/``TIME``
-into ``nr``/``ns``/``nt``/``t``).
+into ``nr``/``ns``/``nt``/``t``, :data:`OFFICIAL_TAG_MAP`); :func:`score_sentences`
+runs a tagger on gold sentences' raw text and scores its words.
 """
 import numpy
 
@@ -39,9 +40,12 @@ from nlp.data.peoples_daily import TAGSET as PEOPLES_DAILY_TAGSET
 from nlp.data.text import full_to_half
 from nlp.data.vocab import TagSet
 
-__all__ = ["ENTITY_TYPES", "spans", "word_spans", "SpanCounts", "score_words", "LexicalMetrics"]
+__all__ = ["ENTITY_TYPES", "OFFICIAL_TAG_MAP", "spans", "word_spans", "SpanCounts", "score_words",
+           "score_sentences", "LexicalMetrics"]
 
 ENTITY_TYPES = ("nr", "ns", "nt")
+#: The official LAC model's entity tags -> the PKU tags they correspond to.
+OFFICIAL_TAG_MAP = {"PER": "nr", "LOC": "ns", "ORG": "nt", "TIME": "t"}
 
 
 def _span_starts(begins, types, sequence_starts):
@@ -199,6 +203,16 @@ def score_words(pred, gold, tag_map=None, gold_tag_map=None, entity_types=ENTITY
         arrays = {key: numpy.concatenate(values) for key, values in columns.items()}
         counts.add(type_names=list(type_index), **arrays)
     return counts.result()
+
+
+def score_sentences(predict, sentences, tag_map=None):
+    """:func:`score_words` of a tagger on gold sentences: ``predict`` (a list of str -> a list of
+    ``{"words", "tags"}``, e.g. a LexicalAnalysis task's ``predict_raw``) runs on each sentence's words
+    joined (one input per sentence); ``sentences`` have ``words`` and ``tags`` (corpus Sentences);
+    ``tag_map`` renames the predicted tags (e.g. :data:`OFFICIAL_TAG_MAP`)."""
+    predicted = predict(["".join(sentence.words) for sentence in sentences])
+    return score_words([(p["words"], p["tags"]) for p in predicted], [(s.words, s.tags) for s in sentences],
+                       tag_map=tag_map)
 
 
 @METRICS.register()

@@ -18,7 +18,7 @@ import zoo
 from framework.config import load_config
 from framework.errors import UserError
 from framework.fetch import FetchError, sha256_of
-from nlp.matching_reproduce import SIMNET_MODELS
+from zoo.reproduce.simnet import SIMNET_MODELS
 from zoo.catalog import ROOT, card
 
 OAR = shutil.which("oar", path=os.path.dirname(sys.executable)) or shutil.which("oar")
@@ -120,7 +120,7 @@ def test_oar_show_prints_the_card():
     shown = yaml.safe_load(out)
     assert code == 0 and shown == card("simnet_cnn_pointwise")
     assert shown["metrics"]["split"] == "test" and 0.5 < shown["metrics"]["acc"] <= 1.0
-    assert shown["reproduce"]["function"] == "nlp.matching_reproduce:reproduce"
+    assert shown["reproduce"]["function"] == "zoo.reproduce.simnet:reproduce"
     assert shown["source"] == "trained by `oar reproduce simnet`"
 
 
@@ -180,10 +180,10 @@ def test_reproduce_simnet_dry_run_updates_every_card_once(tmp_path, monkeypatch)
     """All eight configs on the example pairs for two steps each (the peers' LAC words replaced by characters):
     every card is rewritten under the dry-run folder, the repository is left alone."""
     pytest.importorskip("sklearn")
-    import nlp.matching_reproduce
+    import zoo.reproduce.peers
     from nlp.data.tokenizers import CharTokenizer
     monkeypatch.setenv("OAR_HOME", str(tmp_path / "home"))
-    monkeypatch.setattr(nlp.matching_reproduce, "LacWordTokenizer", CharTokenizer)
+    monkeypatch.setattr(zoo.reproduce.peers, "LacWordTokenizer", CharTokenizer)
     protected = [os.path.join(ROOT, p) for p in ("zoo/catalog.yaml", "docs/RESULTS.md", card("simnet_bow_pointwise")
                                                   ["weights"]["vocab"])]
     protected += [os.path.join(ROOT, card(name)["weights"]["path"]) for name in SIMNET_MODELS]

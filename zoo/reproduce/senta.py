@@ -15,10 +15,10 @@ import time
 from framework.config import ConfigError, load_config
 from framework.engine import export_weights, runner
 from framework.fetch import sha256_of
-from nlp.senta_peer import run_peer
 
 from ..catalog import ROOT, cards
 from . import destination, machine_description
+from .peers import sentiment_tfidf_peer
 
 __all__ = ["CHAR_MODELS", "ALL_CONFIGS", "reproduce", "results_table", "reproduce_senta"]
 
@@ -65,8 +65,9 @@ def reproduce(names=CHAR_MODELS, config_dir="configs/nlp", output_root="outputs"
 
 def results_table(rows, facts="", peer=None):
     """The Markdown block of ``docs/RESULTS.md``: one line per :func:`reproduce` row (model, input, dev
-    accuracy, test accuracy and macro-F1, train time), the peer's line (a :func:`nlp.senta_peer.run_peer`
-    dict; None: a sentence saying it was not measured), then ``facts`` (how and where it was measured)."""
+    accuracy, test accuracy and macro-F1, train time), the peer's line (a
+    :func:`~zoo.reproduce.peers.sentiment_tfidf_peer` dict; None: a sentence saying it was not measured),
+    then ``facts`` (how and where it was measured)."""
     lines = ["| model | input | dev acc | test acc | test macro-F1 | train time |", "|---|---|---|---|---|---|"]
     for row in rows:
         lines.append(f"| {row['name']} | {row['input']} | {row['dev_acc']:.3f} | {row['test_acc']:.3f} | "
@@ -86,7 +87,7 @@ def reproduce_senta(entry, options):
     Trains the card's ``reproduce.models`` (default :data:`ALL_CONFIGS`, the
     five models on characters, LAC words and SentencePiece pieces) and
     measures them on dev and test, and the TF-IDF peer when scikit-learn is
-    importable (:mod:`nlp.senta_peer`). The shipped models (those of
+    importable (:mod:`zoo.reproduce.peers`). The shipped models (those of
     :data:`CHAR_MODELS` that have a card) are exported in float16 to their
     cards' ``weights.path`` and scored from there; their shared vocabulary (the
     task's, built from the training texts) is saved to ``weights.vocab``.
@@ -125,8 +126,8 @@ def reproduce_senta(entry, options):
 
 
 def _measured_peer():
-    """:func:`nlp.senta_peer.run_peer`'s result, or None when scikit-learn is not importable."""
+    """:func:`~zoo.reproduce.peers.sentiment_tfidf_peer`'s result, or None without scikit-learn."""
     try:
-        return run_peer()
+        return sentiment_tfidf_peer()
     except ImportError:
         return None

@@ -154,3 +154,20 @@ def test_lexical_metrics_state_round_trip_merges_counts():
     # 4 gold words, 5 predicted words, 3 right in all: P 3/5, R 3/4
     assert combined.compute()["seg_p"] == pytest.approx(3 / 5)
     assert combined.compute()["seg_r"] == pytest.approx(3 / 4)
+
+
+def test_score_sentences_tags_the_raw_text_and_renames_the_official_tags():
+    from nlp.data.peoples_daily import Sentence
+    from nlp.lac.metrics import OFFICIAL_TAG_MAP, score_sentences
+    gold = [Sentence(["张三", "说"], ["nr", "v"], 0), Sentence(["北京"], ["ns"], 1)]
+    seen = []
+
+    def predict(texts):
+        seen.extend(texts)
+        return [{"words": ["张三", "说"], "tags": ["PER", "v"]}, {"words": ["北京"], "tags": ["LOC"]}]
+
+    renamed = score_sentences(predict, gold, tag_map=OFFICIAL_TAG_MAP)
+    assert seen == ["张三说", "北京"]
+    assert renamed["seg_f1"] == renamed["pos_f1"] == renamed["entity_f1"] == 1.0
+    plain = score_sentences(predict, gold)
+    assert plain["seg_f1"] == 1.0 and plain["pos_f1"] == pytest.approx(1 / 3) and plain["entity_f1"] == 0.0

@@ -5,7 +5,8 @@ import pytest
 import framework
 from framework.registry import MODELS
 from nlp.common import lengths_mask
-from nlp.senta.model import NGramEmbedding, SentaBiLSTM, SentaBOW, SentaCNN, SentaGRU, SentaLSTM, hash_ngrams, masked_max
+from nlp.senta.model import (NGramEmbedding, SentaBiLSTM, SentaBOW, SentaCNN, SentaGRU, SentaLSTM, hash_ngrams,
+                              masked_max)
 
 V = 40
 SMALL = {

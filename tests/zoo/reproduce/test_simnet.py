@@ -1,11 +1,12 @@
-"""The pieces of `oar reproduce simnet`: the peers, the table, the pairs of a config (the whole procedure on a
+"""The pieces of `oar reproduce simnet`: the TF-IDF peer, the table, the pairs of a config (the whole procedure on a
 small sample: tests/zoo/test_zoo_simnet.py)."""
 import numpy
 import pytest
 
-from nlp.matching_reproduce import SIMNET_MODELS, results_table, split_pairs, tfidf_peer
 from nlp.simnet.data import MatchPair
 from nlp.simnet.metrics import pair_metrics
+from zoo.reproduce.peers import matching_tfidf_peer
+from zoo.reproduce.simnet import SIMNET_MODELS, results_table, split_pairs
 
 from ...nlp.simnet.test_metrics import PAIRS
 
@@ -13,7 +14,7 @@ from ...nlp.simnet.test_metrics import PAIRS
 def test_tfidf_peer_scores_every_test_pair():
     pytest.importorskip("sklearn")
     train = PAIRS * 5 + [MatchPair("北京下雪", "北京降雪", 1, "pos"), MatchPair("北京下雪", "上海下雪", 0, "swap")] * 5
-    scores, threshold, c = tfidf_peer(train, PAIRS, PAIRS, c_grid=(1.0, 4.0))
+    scores, threshold, c = matching_tfidf_peer(train, PAIRS, PAIRS, c_grid=(1.0, 4.0))
     assert scores.shape == (4,) and numpy.all((scores >= 0) & (scores <= 1)) and c in (1.0, 4.0)
     assert pair_metrics(scores, PAIRS, threshold)["acc"] >= 0.75
 

@@ -6,97 +6,48 @@ test pairs, and write one table (accuracy, AUC, accuracy per negative type).
   (dev AUC) carries its dev-chosen threshold; its weights are written in
   float16 (the threshold stays float32) next to the shared vocabulary, and
   those shipped weights are what the table measures.
-- Peers, fitted on the same train pairs, thresholds chosen on the same dev pairs:
-  *word overlap* (Jaccard of the two texts' LAC word sets, threshold only)
-  and *TF-IDF LR* (logistic regression on ``[|a - b|, a * b]`` of the TF-IDF
-  vectors of character 1-2-grams, C chosen on dev). scikit-learn is imported
-  only here, when the peer runs; oar never depends on it.
+- Peers (:mod:`zoo.reproduce.peers`), fitted on the same train pairs,
+  thresholds chosen on the same dev pairs: *word overlap* (Jaccard of the two
+  texts' LAC word sets, threshold only) and *TF-IDF LR* (logistic regression on
+  ``[|a - b|, a * b]`` of the TF-IDF vectors of character 1-2-grams, C chosen on
+  dev). scikit-learn is imported only there, when the peer runs; oar never depends on it.
 - Checks that the data carries no label in trivial features: the AUC of the
   length difference of a pair, and of how much of ``text_b`` is new to
   ``text_a``, restricted to the positives and negatives of the same anchors
-  per type (the latter is lexical evidence, reported for reference).
+  per type (the latter is lexical evidence, reported for reference;
+  :func:`nlp.simnet.metrics.length_artefacts`).
 """
+import datetime
 import json
 import os
 import time
-
-import numpy
 
 from framework.config import load_config
 from framework import engine
 from framework.engine import runner
 from framework.fetch import oar_home, sha256_of
-from framework.serialization import load
-
-from nlp.data.tokenizers import normalize
-from nlp.lac.tokenizer import LacWordTokenizer
+from framework.serialization import atomic_write, load
 from nlp.simnet.data import NEG_TYPES, POSITIVE, MatchingPairs
-from nlp.simnet.metrics import best_threshold, length_artefacts, pair_metrics
+from nlp.simnet.metrics import length_artefacts, pair_metrics
+from nlp.simnet.model import FLOAT32_BUFFERS
 
-__all__ = ["SIMNET_MODELS", "WEIGHTS_DIR", "word_overlap_peer", "tfidf_peer",
-           "export_weights", "train_and_measure", "split_pairs", "results_table", "reproduce", "summarize"]
+from ..catalog import ROOT
+from . import destination, machine_description
+from .peers import matching_tfidf_peer, word_overlap_peer
+
+__all__ = ["SIMNET_MODELS", "WEIGHTS_DIR", "export_weights", "train_and_measure", "split_pairs", "results_table",
+           "reproduce", "summarize"]
 
 SIMNET_MODELS = tuple(f"simnet_{e}_{h}" for e in ("bow", "cnn", "gru", "lstm") for h in ("pointwise", "pairwise"))
-C_GRID = (1.0, 4.0, 16.0, 64.0)
 WEIGHTS_DIR = "zoo/weights"                           # where the shipped weights and vocabulary live (repo-relative)
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _jaccard(a, b):
-    a, b = set(a), set(b)
-    return len(a & b) / len(a | b) if a | b else 1.0
-
-
-def word_overlap_peer(dev, test, cache_folder):
-    """The word-overlap peer: Jaccard of the LAC word sets of the two texts, thresholded at the
-    dev-best value. Returns ``(test scores, threshold)``; the LAC words are cached in ``cache_folder``."""
-    tokenizer = LacWordTokenizer()
-    texts = list(dict.fromkeys(t for p in dev + test for t in (p.text_a, p.text_b)))
-    tokenizer.fit([], cache_folder, other_texts=texts)
-
-    def scores(pairs):
-        return numpy.array([_jaccard(*tokenizer.tokenize_batch([p.text_a, p.text_b])) for p in pairs])
-
-    threshold, _ = best_threshold(scores(dev), [p.label for p in dev])
-    return scores(test), threshold
-
-
-def tfidf_peer(train, dev, test, c_grid=C_GRID):
-    """The TF-IDF pair-feature peer: logistic regression on ``[|a - b|, a * b]`` over character 1-2-gram
-    TF-IDF vectors (fitted on the train texts); C and the threshold chosen on dev (accuracy).
-    Returns ``(test probabilities, threshold, C)``. Needs scikit-learn."""
-    try:
-        from scipy.sparse import hstack
-        from sklearn.feature_extraction.text import TfidfVectorizer
-        from sklearn.linear_model import LogisticRegression
-    except ImportError:
-        raise ImportError("the TF-IDF peer needs scikit-learn (pip install scikit-learn in the environment that "
-                          "runs `oar reproduce simnet`); oar itself does not depend on it") from None
-    vectorizer = TfidfVectorizer(analyzer="char", ngram_range=(1, 2), preprocessor=normalize)
-    vectorizer.fit([t for p in train for t in (p.text_a, p.text_b)])
-
-    def features(pairs):
-        a = vectorizer.transform([p.text_a for p in pairs])
-        b = vectorizer.transform([p.text_b for p in pairs])
-        return hstack([abs(a - b), a.multiply(b)]).tocsr()
-
-    x_train, x_dev, x_test = features(train), features(dev), features(test)
-    y_train, y_dev = [p.label for p in train], [p.label for p in dev]
-    best = None
-    for c in c_grid:
-        model = LogisticRegression(C=c, max_iter=3000).fit(x_train, y_train)
-        threshold, accuracy = best_threshold(model.predict_proba(x_dev)[:, 1], y_dev)
-        if best is None or accuracy > best[0]:
-            best = (accuracy, model, threshold, c)
-    _, model, threshold, c = best
-    return model.predict_proba(x_test)[:, 1], threshold, c
 
 
 def export_weights(checkpoint, path):
     """Write the model weights of ``checkpoint`` to ``path`` as shipped weights
     (:func:`framework.engine.export_weights`): float arrays in float16, except the ``threshold`` buffer
-    (float32, so the dev-chosen value is kept exactly). Returns its sha256."""
-    return engine.export_weights(checkpoint, path, keep_float32=("threshold",))
+    (float32, so the dev-chosen value is kept exactly; :data:`nlp.simnet.model.FLOAT32_BUFFERS`).
+    Returns its sha256."""
+    return engine.export_weights(checkpoint, path, keep_float32=FLOAT32_BUFFERS)
 
 
 def train_and_measure(name, config_dir, output_root, weights_dir, device=None, overrides=(), progress=False):
@@ -167,11 +118,10 @@ def reproduce(card, options):
     the weights and the vocabulary go to ``zoo/weights/``, or under the
     dry-run folder (:func:`zoo.reproduce.destination`). Returns :func:`summarize`'s outcome.
     """
-    from zoo.reproduce import destination
     names = (card.get("reproduce") or {}).get("models") or list(SIMNET_MODELS)
     weights_dir = destination(options, WEIGHTS_DIR)
     start, start_cpu = time.perf_counter(), time.process_time()
-    rows = [train_and_measure(name, os.path.join(_ROOT, "configs", "nlp"), options.output_root, weights_dir,
+    rows = [train_and_measure(name, os.path.join(ROOT, "configs", "nlp"), options.output_root, weights_dir,
                               options.device, options.overrides, not options.quiet) for name in names]
     return summarize(card, rows, options, wall_seconds=time.perf_counter() - start,
                      cpu_seconds=time.process_time() - start_cpu)
@@ -185,12 +135,10 @@ def summarize(card, rows, options, wall_seconds=None, cpu_seconds=None):
     ``rows`` (:func:`train_and_measure` results), to update their cards. ``wall_seconds`` and
     ``cpu_seconds`` (the whole run's, optional) go into the table's first line.
     Also writes ``<output_root>/simnet_summary.json``."""
-    import datetime
-    from zoo.reproduce import machine_description
-    cfg = load_config(os.path.join(_ROOT, "configs", "nlp", f"{rows[0]['name']}.yaml"), list(options.overrides))
+    cfg = load_config(os.path.join(ROOT, "configs", "nlp", f"{rows[0]['name']}.yaml"), list(options.overrides))
     train, dev, test = split_pairs(cfg)
     overlap_scores, overlap_threshold = word_overlap_peer(dev, test, os.path.join(oar_home(), "matching", "peers"))
-    tfidf_scores, tfidf_threshold, c = tfidf_peer(train, dev, test)
+    tfidf_scores, tfidf_threshold, c = matching_tfidf_peer(train, dev, test)
     peers = {"word overlap": pair_metrics(overlap_scores, test, overlap_threshold),
              f"TF-IDF LR (C={c:g})": pair_metrics(tfidf_scores, test, tfidf_threshold)}
     stats = {"pairs": len(test)}
@@ -222,5 +170,5 @@ def split_pairs(cfg):
 
 def _write_summary(path, rows, peers):
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
+    with atomic_write(path) as f:
         json.dump({"models": rows, "peers": peers}, f, indent=1, default=float)

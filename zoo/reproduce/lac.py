@@ -1,7 +1,7 @@
 """``oar reproduce lac_pku`` and ``oar reproduce lac``: the lexical-analysis cards' own procedures.
 
 Both score on the People's Daily 1998-01 test split with
-:class:`~nlp.lac.metrics.LexicalMetrics` / :func:`~nlp.lac.metrics.score_words`
+:class:`~nlp.lac.metrics.LexicalMetrics` / :func:`~nlp.lac.metrics.score_sentences`
 (segmentation, POS-aware and entity P/R/F1) and return what
 :mod:`zoo.reproduce` writes into the card and ``docs/RESULTS.md``.
 
@@ -18,8 +18,9 @@ Both score on the People's Daily 1998-01 test split with
   float16 weights.
 - :func:`reproduce_lac` runs the official LAC model on the test split's raw
   text (one corpus line per input) and scores its words and tags against the
-  gold ones, renaming its entity tags with :data:`OFFICIAL_TAG_MAP`.
+  gold ones, renaming its entity tags with :data:`nlp.lac.metrics.OFFICIAL_TAG_MAP`.
 """
+import datetime
 import json
 import os
 import time
@@ -27,12 +28,16 @@ import time
 from framework.config import ConfigError, load_config, location
 from framework.fetch import sha256_of
 from framework.registry import DATASETS, MODELS
+from nlp.data.peoples_daily import read_sentences
 from nlp.lac.lexicon import save_lexicon
+from nlp.lac.metrics import OFFICIAL_TAG_MAP, score_sentences
+from nlp.lac.official import official_words
+from nlp.lac.task import load_official_task
 
-__all__ = ["OFFICIAL_TAG_MAP", "reproduce_lac_pku", "reproduce_lac", "metrics_table"]
+from ..catalog import ROOT
+from . import destination, machine_description, train_and_measure
 
-#: The official model's entity tags -> the PKU tags they correspond to.
-OFFICIAL_TAG_MAP = {"PER": "nr", "LOC": "ns", "ORG": "nt", "TIME": "t"}
+__all__ = ["reproduce_lac_pku", "reproduce_lac", "metrics_table"]
 
 
 def metrics_table(metrics):
@@ -52,8 +57,6 @@ def _rounded(split, metrics):
 
 def _run_facts(wall, cpu, load_before, options):
     """One paragraph: command, wall and CPU time, machine, load averages, date."""
-    import datetime
-    from zoo.reproduce import machine_description
     threads = os.environ.get("OPENBLAS_NUM_THREADS", "default")
     load_after = os.getloadavg()[0]
     return (f"Wall time {wall / 60:.1f} min, CPU time {cpu / 60:.1f} min (OPENBLAS_NUM_THREADS={threads}); "
@@ -70,8 +73,6 @@ def reproduce_lac_pku(entry, options):
     ``model.vocab_size``. The lexicon (when the task has a ``lexicon_file``)
     is saved where ``weights.lexicon`` says and given as ``lexicon_file``.
     """
-    from zoo.catalog import ROOT
-    from zoo.reproduce import destination, train_and_measure
     start_wall, start_cpu, load_before = time.time(), time.process_time(), os.getloadavg()[0]
     recipe = entry.get("reproduce") or {}
     cfg = load_config(os.path.join(ROOT, entry["config"]), list(recipe.get("overrides", [])) + options.overrides)
@@ -110,10 +111,8 @@ def _save_lexicon(entry, options, train):
     dictionaries' words where ``weights.official_lexicon`` says when the data matches them; returns
     ``{"files": {card key: path, in the task's order}, "words", "official_words", "min_freq", "max_len",
     "folds"}``."""
-    from zoo.reproduce import destination
     lexicons = {"lexicon": train.lexicon()}
     if train.official_lexicon:
-        from nlp.lac.official import official_words
         lexicons["official_lexicon"] = official_words(train.lexicon_max_len)
     files = {}
     for key, words in lexicons.items():
@@ -154,16 +153,10 @@ def reproduce_lac(entry, options):
     ``options.overrides`` may hold ``limit=N`` to score only the first N test
     lines (a quick rehearsal); nothing else is accepted.
     """
-    from nlp.data.peoples_daily import read_sentences
-    from nlp.lac.metrics import score_words
-    from nlp.lac.task import load_official_task
     limit = _limit(options.overrides)
     start_wall, start_cpu, load_before = time.time(), time.process_time(), os.getloadavg()[0]
     gold = read_sentences("test")[:limit]
-    task = load_official_task()
-    predicted = task.predict_raw(["".join(sentence.words) for sentence in gold])
-    metrics = score_words([(p["words"], p["tags"]) for p in predicted], [(s.words, s.tags) for s in gold],
-                          tag_map=OFFICIAL_TAG_MAP)
+    metrics = score_sentences(load_official_task().predict_raw, gold, tag_map=OFFICIAL_TAG_MAP)
     wall, cpu = time.time() - start_wall, time.process_time() - start_cpu
     split = "test" if limit is None else f"test[:{limit}]"
     mapping = ", ".join(f"{k} -> {v}" for k, v in OFFICIAL_TAG_MAP.items())
