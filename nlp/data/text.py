@@ -1,7 +1,7 @@
 """Text helpers shared by the NLP corpora: UTF-8 line reading, full-width → half-width, cutting long sequences.
 
-- :func:`read_utf8_lines` reads a text file strictly as UTF-8; a bad byte is a
-  :class:`TextFormatError` naming the file and line.
+- :func:`read_utf8` / :func:`read_utf8_lines` read a text file strictly as UTF-8
+  (as one str / as lines); a bad byte is a :class:`TextFormatError` naming the file and line.
 - :func:`full_to_half` maps the full-width ASCII block (U+FF01–U+FF5E) to
   ASCII (U+0021–U+007E) and the ideographic space U+3000 to ``' '``: one
   character in, one character out, so positions never move.
@@ -12,8 +12,8 @@
 import numpy
 from framework.errors import UserError
 
-__all__ = ["TextFormatError", "read_utf8_lines", "check_unique_lines", "full_to_half", "SENTENCE_ENDS", "CLOSING_MARKS",
-           "split_points", "split_long"]
+__all__ = ["TextFormatError", "read_utf8", "read_utf8_lines", "check_unique_lines", "full_to_half", "SENTENCE_ENDS",
+           "CLOSING_MARKS", "split_points", "split_long"]
 
 SENTENCE_ENDS = "。！？；…!?;"            # a cut may follow these (full- and half-width forms)
 CLOSING_MARKS = "”’」』）》】)]\"'"          # closing marks that stay with the sentence they end
@@ -26,6 +26,21 @@ class TextFormatError(UserError, ValueError):
     """A text file (corpus, vocabulary, tag set) is malformed; the message names the file and line."""
 
 
+def read_utf8(path, keep_bom=False):
+    """The text of the UTF-8 file ``path`` (str); a leading byte-order mark is dropped unless ``keep_bom``.
+
+    Invalid UTF-8 raises :class:`TextFormatError` naming the file and line.
+    """
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        return data.decode("utf-8" if keep_bom else "utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise TextFormatError(f"{path}:{line}: invalid UTF-8 (byte {data[err.start]:#04x} at offset "
+                              f"{err.start}: {err.reason})") from None
+
+
 def read_utf8_lines(path):
     """The lines of the UTF-8 text file ``path`` as a list of str, without their line ends.
 
@@ -33,15 +48,7 @@ def read_utf8_lines(path):
     leading byte-order mark are dropped; a final newline does not make an extra
     empty line. Invalid UTF-8 raises :class:`TextFormatError` naming the file and line.
     """
-    with open(path, "rb") as f:
-        data = f.read()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
-        raise TextFormatError(f"{path}:{line}: invalid UTF-8 (byte {data[err.start]:#04x} at offset "
-                              f"{err.start}: {err.reason})") from None
-    lines = text.split("\n")
+    lines = read_utf8(path).split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     return [line[:-1] if line.endswith("\r") else line for line in lines]

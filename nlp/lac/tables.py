@@ -9,21 +9,14 @@ naming the file and line instead of a bare ``UnicodeDecodeError``.
 """
 import io
 
-from nlp.data.text import TextFormatError
+from nlp.data.text import TextFormatError, read_utf8
 
 __all__ = ["TextFormatError", "read_dict_lines", "read_kv_pairs", "load_kv_dict"]
 
 
 def read_dict_lines(path):
     """``(line number, line)`` pairs of the UTF-8 file ``path``, line ends removed (universal newlines)."""
-    with open(path, "rb") as f:
-        data = f.read()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
-        raise TextFormatError(f"{path}:{line}: invalid UTF-8 (byte {data[err.start]:#04x} at offset "
-                              f"{err.start}: {err.reason})") from None
+    text = read_utf8(path, keep_bom=True)                 # LAC reads a byte-order mark as a character
     return [(number, line[:-1] if line.endswith("\n") else line)
             for number, line in enumerate(io.StringIO(text, newline=None), start=1)]
 

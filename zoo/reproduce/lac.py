@@ -25,7 +25,7 @@ import json
 import os
 import time
 
-from framework.config import ConfigError, load_config, location
+from framework.config import ConfigError, location
 from framework.fetch import sha256_of
 from framework.registry import DATASETS, MODELS
 from nlp.data.peoples_daily import read_sentences
@@ -34,8 +34,7 @@ from nlp.lac.metrics import OFFICIAL_TAG_MAP, score_sentences
 from nlp.lac.official import official_words
 from nlp.lac.task import load_official_task
 
-from ..catalog import ROOT
-from . import destination, machine_description, train_and_measure
+from . import card_config, destination, machine_description, train_and_measure
 
 __all__ = ["reproduce_lac_pku", "reproduce_lac", "metrics_table"]
 
@@ -74,8 +73,7 @@ def reproduce_lac_pku(entry, options):
     is saved where ``weights.lexicon`` says and given as ``lexicon_file``.
     """
     start_wall, start_cpu, load_before = time.time(), time.process_time(), os.getloadavg()[0]
-    recipe = entry.get("reproduce") or {}
-    cfg = load_config(os.path.join(ROOT, entry["config"]), list(recipe.get("overrides", [])) + options.overrides)
+    cfg = card_config(entry, options)
     train = DATASETS.build(cfg["data"]["train"], where=f"{entry['config']}: data.train")
     vocab = train.vocab
     if len(vocab) != cfg["model"]["vocab_size"]:

@@ -8,57 +8,54 @@ their cards and the ``senta`` block of ``docs/RESULTS.md``, with the TF-IDF peer
 when scikit-learn is importable); :func:`results_table` writes that block.
 """
 import datetime
-import importlib
 import os
 import time
 
 from framework.config import ConfigError, load_config
 from framework.engine import export_weights, runner
 from framework.fetch import sha256_of
+import nlp.senta.data  # noqa: F401  (registers the datasets, the models and the task the configs name)
+import nlp.senta.model  # noqa: F401
+import nlp.senta.task  # noqa: F401
 
 from ..catalog import ROOT, cards
-from . import destination, machine_description
+from . import destination, machine_description, train_checkpoint
 from .peers import sentiment_tfidf_peer
 
 __all__ = ["CHAR_MODELS", "ALL_CONFIGS", "reproduce", "results_table", "reproduce_senta"]
 
 CHAR_MODELS = ("senta_bow", "senta_cnn", "senta_gru", "senta_lstm", "senta_bilstm")
 ALL_CONFIGS = CHAR_MODELS + tuple(f"{name}_{inputs}" for inputs in ("word", "spm") for name in CHAR_MODELS)
+CONFIG_DIR = os.path.join(ROOT, "configs", "nlp")
 
 
-def reproduce(names=CHAR_MODELS, config_dir="configs/nlp", output_root="outputs", device=None, progress=False,
-              overrides=(), exports=None):
+def reproduce(names, options, config_dir=CONFIG_DIR, exports=None):
     """Train each config ``<config_dir>/<name>.yaml`` and evaluate its best checkpoint on dev and test.
 
     Returns one row per name: ``{"name", "input", "dev_acc", "dev_macro_f1",
-    "test_acc", "test_macro_f1", "train_seconds", "checkpoint"}``; checkpoints
-    go to ``<output_root>/<name>/best.npz`` (``last.npz`` when the budget ended
-    before any evaluation). ``overrides``: ``key=value`` strings applied to
-    every config. ``exports``: optional dict name -> path; that model's
-    checkpoint is written there as float16 weights
+    "test_acc", "test_macro_f1", "train_seconds", "checkpoint"}``; each config
+    trains into ``<options.output_root>/<name>`` and the checkpoint is
+    :func:`zoo.reproduce.train_checkpoint`'s (``best.npz``, ``last.npz`` when
+    the budget ended before any evaluation). ``options``: ``overrides``
+    (``key=value`` strings applied to every config), ``device``, ``output_root``
+    and ``quiet``, as ``oar reproduce`` parses them. ``exports``: optional dict
+    name -> path; that model's checkpoint is written there as float16 weights
     (:func:`framework.engine.export_weights`), those weights are the ones scored
     and the row gets their ``"sha256"``.
     """
-    importlib.import_module("nlp.senta.model")       # registers the models the configs name
     exports = exports or {}
     rows = []
     for name in names:
-        cfg = load_config(os.path.join(config_dir, f"{name}.yaml"), list(overrides))
-        output_dir = os.path.join(output_root, name)
-        start = time.perf_counter()
-        runner.train(cfg, output_dir=output_dir, device=device, progress=progress)
-        seconds = time.perf_counter() - start
-        checkpoint = os.path.join(output_dir, "best.npz")
-        if not os.path.isfile(checkpoint):
-            checkpoint = os.path.join(output_dir, "last.npz")
+        cfg = load_config(os.path.join(config_dir, f"{name}.yaml"), list(options.overrides))
+        checkpoint, _, minutes = train_checkpoint(cfg, {"name": name}, options)
         row = {"name": name, "input": (cfg["task"].get("tokenizer") or {"type": "char"})["type"]}
         if name in exports:
             row["sha256"] = export_weights(checkpoint, exports[name])
             checkpoint = exports[name]
-        dev = runner.evaluate_config(cfg, checkpoint, split="eval", device=device)
-        test = runner.evaluate_config(cfg, checkpoint, split="test", device=device)
+        dev = runner.evaluate_config(cfg, checkpoint, split="eval", device=options.device)
+        test = runner.evaluate_config(cfg, checkpoint, split="test", device=options.device)
         row.update({"dev_acc": dev["acc"], "dev_macro_f1": dev["macro_f1"], "test_acc": test["acc"],
-                    "test_macro_f1": test["macro_f1"], "train_seconds": seconds, "checkpoint": checkpoint})
+                    "test_macro_f1": test["macro_f1"], "train_seconds": minutes * 60, "checkpoint": checkpoint})
         rows.append(row)
     return rows
 
@@ -109,8 +106,7 @@ def reproduce_senta(entry, options):
     runner.build_task(cfg).vocab.save(vocab_path)
     exports = {name: destination(options, card["weights"]["path"]) for name, card in shipped.items()}
     start, start_cpu = time.time(), time.process_time()
-    rows = reproduce(names, os.path.join(ROOT, "configs", "nlp"), options.output_root, options.device,
-                     not options.quiet, options.overrides, exports)
+    rows = reproduce(names, options, exports=exports)
     peer = _measured_peer()
     facts = (f"Command: `oar reproduce senta`. Wall time {(time.time() - start) / 60:.1f} min, CPU time "
              f"{(time.process_time() - start_cpu) / 60:.1f} min in all; {machine_description()}; "

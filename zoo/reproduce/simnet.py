@@ -2,7 +2,7 @@
 test pairs, and write one table (accuracy, AUC, accuracy per negative type).
 
 - Models: ``configs/nlp/simnet_{bow,cnn,gru,lstm}_{pointwise,pairwise}.yaml``,
-  trained from scratch (:mod:`framework.engine.runner`); the best checkpoint
+  trained from scratch (:func:`zoo.reproduce.train_checkpoint`); the best checkpoint
   (dev AUC) carries its dev-chosen threshold; its weights are written in
   float16 (the threshold stays float32) next to the shared vocabulary, and
   those shipped weights are what the table measures.
@@ -20,6 +20,7 @@ test pairs, and write one table (accuracy, AUC, accuracy per negative type).
 import datetime
 import json
 import os
+import shutil
 import time
 
 from framework.config import load_config
@@ -27,12 +28,13 @@ from framework import engine
 from framework.engine import runner
 from framework.fetch import oar_home, sha256_of
 from framework.serialization import atomic_write, load
+from nlp.common import build_text_tokenizer
 from nlp.simnet.data import NEG_TYPES, POSITIVE, MatchingPairs
 from nlp.simnet.metrics import length_artefacts, pair_metrics
 from nlp.simnet.model import FLOAT32_BUFFERS
 
 from ..catalog import ROOT
-from . import destination, machine_description
+from . import destination, machine_description, train_checkpoint
 from .peers import matching_tfidf_peer, word_overlap_peer
 
 __all__ = ["SIMNET_MODELS", "WEIGHTS_DIR", "export_weights", "train_and_measure", "split_pairs", "results_table",
@@ -40,6 +42,7 @@ __all__ = ["SIMNET_MODELS", "WEIGHTS_DIR", "export_weights", "train_and_measure"
 
 SIMNET_MODELS = tuple(f"simnet_{e}_{h}" for e in ("bow", "cnn", "gru", "lstm") for h in ("pointwise", "pairwise"))
 WEIGHTS_DIR = "zoo/weights"                           # where the shipped weights and vocabulary live (repo-relative)
+CONFIG_DIR = os.path.join(ROOT, "configs", "nlp")
 
 
 def export_weights(checkpoint, path):
@@ -50,27 +53,27 @@ def export_weights(checkpoint, path):
     return engine.export_weights(checkpoint, path, keep_float32=FLOAT32_BUFFERS)
 
 
-def train_and_measure(name, config_dir, output_root, weights_dir, device=None, overrides=(), progress=False):
-    """Train ``<config_dir>/<name>.yaml``, export its best checkpoint to ``<weights_dir>/<name>.npz`` and
+def train_and_measure(name, options, weights_dir, config_dir=CONFIG_DIR):
+    """Train ``<config_dir>/<name>.yaml`` (:func:`zoo.reproduce.train_checkpoint`, into
+    ``<options.output_root>/<name>``), export its best checkpoint to ``<weights_dir>/<name>.npz`` and
     measure those weights on the test pairs.
 
     Returns ``{"name", "metrics" (test), "dev" (dev metrics), "threshold" (the dev-chosen one the weights
-    carry), "wall_seconds", "cpu_seconds", "weights", "sha256", "vocab"}``; the vocabulary is saved as
-    ``<weights_dir>/simnet_<tokenizer>.vocab.txt``.
+    carry), "wall_seconds", "cpu_seconds", "weights", "sha256", "vocab"}``; the vocabulary (the run's copy,
+    :func:`nlp.common.text_task_assets`) is saved as ``<weights_dir>/simnet_<tokenizer>.vocab.txt``.
     """
-    cfg = load_config(os.path.join(config_dir, f"{name}.yaml"), list(overrides))
-    output_dir = os.path.join(output_root, name)
-    wall, cpu = time.perf_counter(), time.process_time()
-    trainer, _ = runner.train(cfg, output_dir=output_dir, device=device, progress=progress)
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    cfg = load_config(os.path.join(config_dir, f"{name}.yaml"), list(options.overrides))
+    cpu = time.process_time()
+    checkpoint, _, minutes = train_checkpoint(cfg, {"name": name}, options)
+    cpu = time.process_time() - cpu
     weights = os.path.join(weights_dir, f"{name}.npz")
-    best = os.path.join(output_dir, "best.npz")
-    sha = export_weights(best if os.path.isfile(best) else os.path.join(output_dir, "last.npz"), weights)
-    vocab = os.path.join(weights_dir, f"simnet_{trainer.task.tokenizer.signature}.vocab.txt")
-    trainer.task.vocab.save(vocab)
-    return {"name": name, "metrics": runner.evaluate_config(cfg, weights, split="test", device=device),
-            "dev": runner.evaluate_config(cfg, weights, split="eval", device=device),
-            "threshold": float(load(weights)["model"]["threshold"][0]), "wall_seconds": wall,
+    sha = export_weights(checkpoint, weights)
+    vocab = os.path.join(weights_dir, f"simnet_{build_text_tokenizer(cfg['task'].get('tokenizer')).signature}"
+                                      f".vocab.txt")
+    shutil.copyfile(os.path.join(os.path.dirname(checkpoint), "vocab.txt"), vocab)
+    return {"name": name, "metrics": runner.evaluate_config(cfg, weights, split="test", device=options.device),
+            "dev": runner.evaluate_config(cfg, weights, split="eval", device=options.device),
+            "threshold": float(load(weights)["model"]["threshold"][0]), "wall_seconds": minutes * 60,
             "cpu_seconds": cpu, "weights": weights, "sha256": sha, "vocab": vocab}
 
 
@@ -121,8 +124,7 @@ def reproduce(card, options):
     names = (card.get("reproduce") or {}).get("models") or list(SIMNET_MODELS)
     weights_dir = destination(options, WEIGHTS_DIR)
     start, start_cpu = time.perf_counter(), time.process_time()
-    rows = [train_and_measure(name, os.path.join(ROOT, "configs", "nlp"), options.output_root, weights_dir,
-                              options.device, options.overrides, not options.quiet) for name in names]
+    rows = [train_and_measure(name, options, weights_dir) for name in names]
     return summarize(card, rows, options, wall_seconds=time.perf_counter() - start,
                      cpu_seconds=time.process_time() - start_cpu)
 
@@ -135,7 +137,7 @@ def summarize(card, rows, options, wall_seconds=None, cpu_seconds=None):
     ``rows`` (:func:`train_and_measure` results), to update their cards. ``wall_seconds`` and
     ``cpu_seconds`` (the whole run's, optional) go into the table's first line.
     Also writes ``<output_root>/simnet_summary.json``."""
-    cfg = load_config(os.path.join(ROOT, "configs", "nlp", f"{rows[0]['name']}.yaml"), list(options.overrides))
+    cfg = load_config(os.path.join(CONFIG_DIR, f"{rows[0]['name']}.yaml"), list(options.overrides))
     train, dev, test = split_pairs(cfg)
     overlap_scores, overlap_threshold = word_overlap_peer(dev, test, os.path.join(oar_home(), "matching", "peers"))
     tfidf_scores, tfidf_threshold, c = matching_tfidf_peer(train, dev, test)
