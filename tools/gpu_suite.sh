@@ -18,5 +18,5 @@ print("cupy", cupy.__version__, "numpy", numpy.__version__, "cuda runtime", cupy
       "device", props["name"].decode(), "devices", cupy.cuda.runtime.getDeviceCount())
 PY
 timeout "$test_seconds" python3 -m pytest -m gpu -p no:cacheprovider -q -rfE --junitxml "$out/gpu_tests.xml" \
-    tests/test_gpu_models.py tests/framework tests/nlp/test_lexical_task.py 2>&1 | tee "$out/gpu_tests.log"
+    tests/test_gpu_models.py tests/framework tests/nlp/lac/test_task.py 2>&1 | tee "$out/gpu_tests.log"
 timeout "$bench_seconds" python3 tools/bench.py gpu --out "$out/bench_gpu.json" 2>&1 | tee "$out/bench_gpu.log"

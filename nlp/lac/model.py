@@ -21,7 +21,7 @@ bigrams with its left and with its right neighbour), their ids hashed into
 ``ngram_buckets`` rows (the padding id stands past the sequence edges; no
 vocabulary needed), concatenated to its character embedding; **lexicon
 features** (``lexicon_features`` = F > 0), F values per position given to
-``forward`` (e.g. :class:`~nlp.data.lexicon.LexiconFeatures`: which lexicon
+``forward`` (e.g. :class:`~nlp.lac.lexicon.LexiconFeatures`: which lexicon
 words start, end or cover the character), concatenated as they are (the GRU's
 input projection is their linear projection); and **dropout** on the GRU
 input, between the GRU layers and before the emission layer.

@@ -157,13 +157,13 @@ class LexicalAnalysis(Task):
             :class:`~nlp.lac.preprocess.CharPreprocessor` when ``preprocessor`` is None.
         tag_file: a saved :class:`~nlp.data.vocab.TagSet`, read when ``tag_names`` is None.
         tagged_file: a user's ``word/TAG`` training file; its tag set
-            (:func:`nlp.data.peoples_daily.file_tagset`, as the dataset's ``path=`` option builds it) gives
+            (:func:`nlp.lac.data.file_tagset`, as the dataset's ``path=`` option builds it) gives
             the tag names when ``tag_names`` and ``tag_file`` are None.
         customization: a :class:`~nlp.lac.customization.Customization`, or the path of a user dictionary.
         batch_size: texts per forward pass in :meth:`predict_raw`.
         max_chunk_len: longest text (characters) tagged in one piece by :meth:`predict_raw`.
         max_batch_tokens: most padded ids (texts x longest) in one forward pass of :meth:`predict_raw`.
-        lexicon_file: a word list file (:func:`~nlp.data.lexicon.load_lexicon`), or a list of them, whose
+        lexicon_file: a word list file (:func:`~nlp.lac.lexicon.load_lexicon`), or a list of them, whose
             matches the model reads as lexicon features (module docstring); needs ``vocab_file`` (or a
             character preprocessor).
         lexicon_max_len: the longest lexicon word length with features (K: 3K - 4 features per position).
