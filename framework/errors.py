@@ -6,7 +6,7 @@ and line, a video, a weights file, a model name — derives from ``UserError``
 The ``oar`` command catches ``UserError`` once, at the top, and prints it as
 one line ``oar: error: …``; anything else is a bug and keeps its traceback.
 """
-__all__ = ["UserError", "InputError", "describe_os_error"]
+__all__ = ["UserError", "InputError", "MissingFileError", "describe_os_error"]
 
 
 class UserError(Exception):
@@ -34,6 +34,10 @@ class InputError(UserError, ValueError):
     def located(self, where):
         """The same error, about the input at ``where`` (a description such as ``'stdin, line 4'``)."""
         return InputError(f"{where}: {self.message}")
+
+
+class MissingFileError(UserError, FileNotFoundError):
+    """A file or folder the user named (in a config, a flag, an input) does not exist; still a FileNotFoundError."""
 
 
 def describe_os_error(err):

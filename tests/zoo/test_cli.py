@@ -252,3 +252,12 @@ def test_unreadable_videos_are_one_line(tmp_path, clip):
         assert_one_error_line(code, err, 1, str(path))
     code, _, err = oar("run", "tsm_synth", "--input_path", str(tmp_path / "absent.mp4"))
     assert_one_error_line(code, err, 1, "absent.mp4")
+
+
+@pytest.mark.parametrize("config, key", [("lac_own_data", "data.train.path"), ("sentiment_own_data", "data.train.path"),
+                                         ("matching_own_data", "data.train.path"), ("image_own_data", "data.train.root")])
+def test_a_missing_own_data_file_is_one_line(tmp_path, config, key):
+    missing = tmp_path / "missing_data"
+    code, _, err = oar("train", "-c", f"configs/examples/{config}.yaml", "--output_dir", str(tmp_path / "run"),
+                       "-o", f"{key}={missing}")
+    assert_one_error_line(code, err, 1, "not found", str(missing))

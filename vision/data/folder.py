@@ -13,7 +13,7 @@ from framework.io import Dataset
 from framework.registry import DATASETS
 
 from .transforms import Compose, require_cv2
-from framework.errors import UserError
+from framework.errors import MissingFileError, UserError
 
 __all__ = ["IMAGE_EXTENSIONS", "decode_image", "read_image", "scan_image_folder", "ImageFolder", "ImageDataError"]
 
@@ -54,7 +54,7 @@ def scan_image_folder(root, extensions=IMAGE_EXTENSIONS, classes=None):
     """
     root = os.fspath(root)
     if not os.path.isdir(root):
-        raise FileNotFoundError(f"image folder not found: {root}")
+        raise MissingFileError(f"image folder not found: {root}")
     found = sorted(entry.name for entry in os.scandir(root) if entry.is_dir() and not entry.name.startswith("."))
     if classes is None:
         classes = found

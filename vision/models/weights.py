@@ -12,7 +12,7 @@ import os
 import framework
 
 from .common import TORCH_BN_COUNTER
-from framework.errors import UserError
+from framework.errors import MissingFileError, UserError
 
 __all__ = ["WeightsError", "read_weights", "load_pretrained"]
 
@@ -27,7 +27,7 @@ def read_weights(path):
     """The flat ``{name: ndarray}`` state of the weights file (or checkpoint) at ``path``."""
     path = os.fspath(path)
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"weights file not found: {path}")
+        raise MissingFileError(f"weights file not found: {path}")
     try:
         state = framework.load(path)
     except Exception as err:  # serialization names what is wrong with the file
