@@ -405,7 +405,9 @@ def run_config(cfg, output_dir):
             _set_key(trained, key, entry["given"])
         else:
             _delete_key(trained, key)
-    differences = _differences({name: _plain(cfg.get(name)) for name in ("task", "model")}, trained)
+    given_is_run = os.path.abspath(str(cfg.get(SOURCE_KEY, ""))) == os.path.abspath(path)
+    differences = [] if given_is_run else \
+        _differences({name: _plain(cfg.get(name)) for name in ("task", "model")}, trained)
     if differences:
         shown = "; ".join(f"{key}: {theirs!r} in training, {ours!r} here" for key, theirs, ours in differences[:3])
         more = f" and {len(differences) - 3} more" if len(differences) > 3 else ""

@@ -190,6 +190,7 @@ def test_train_eval_infer_exit_0_with_json_on_stdout(tiny_run):
     code, stdout, err = oar("infer", "--output_dir", str(out), "--input_text", "0.1 0.2", "1.9 0.3", "--json")
     records = [json.loads(line) for line in stdout.splitlines()]
     assert code == 0 and [r["input"] for r in records] == ["0.1 0.2", "1.9 0.3"], err
+    assert err == ""                     # the run's own config: nothing to note
     code, again, _ = oar("infer", "-c", TINY, "--output_dir", str(out), "--input", "0.1 0.2", "1.9 0.3", "--json")
     assert code == 0 and again == stdout
     code, lines, _ = oar("infer", "--output_dir", str(out), "--input_file", "-", stdin="0.1 0.2\n\n1.9 0.3\n")
