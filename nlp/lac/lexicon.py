@@ -86,14 +86,17 @@ class LexiconFeatures:
             raise ValueError(f"LexiconFeatures: max_len must be >= 2, got {max_len}")
         self.max_len = int(max_len)
         self.num_features = 3 * self.max_len - 4
-        by_length = {k: [] for k in range(2, self.max_len + 1)}
-        for word in words:
-            ids = vocab.encode(full_to_half(word))
-            if len(ids) in by_length and ids.min() > Vocab.UNK_ID:
-                by_length[len(ids)].append(ids)
-        self.num_words = sum(len(found) for found in by_length.values())
-        self._tables = {k: numpy.unique(_window_hashes(numpy.stack(found), k)[:, 0]) if found
-                        else numpy.zeros(0, dtype=numpy.uint64) for k, found in by_length.items()}
+        words = list(words)
+        lengths = numpy.fromiter(map(len, words), dtype=numpy.int64, count=len(words))       # (W,)
+        all_ids = vocab.encode(full_to_half("".join(words)))              # every word's ids, end to end
+        starts = numpy.cumsum(lengths) - lengths                          # (W,) where each word begins
+        self._tables, self.num_words = {}, 0
+        for k in range(2, self.max_len + 1):
+            ids = all_ids[starts[lengths == k][:, None] + numpy.arange(k)]               # (W_k, k)
+            ids = ids[(ids > Vocab.UNK_ID).all(axis=1)]                                  # words fully known
+            self.num_words += len(ids)
+            self._tables[k] = numpy.unique(_window_hashes(ids, k)[:, 0]) if len(ids) else \
+                numpy.zeros(0, dtype=numpy.uint64)
 
     def __call__(self, ids):
         """Features (N, T, 3K - 4) float32 of ``ids`` (N, T) integer character ids (NumPy or CuPy, 0 = padding).
