@@ -21,7 +21,7 @@ from framework.serialization import atomic_write
 
 __all__ = ["read_lines", "predict_in_order", "format_result", "ResultWriter", "WINDOW_BATCHES"]
 
-WINDOW_BATCHES = 8   # inputs are sorted by length within windows of this many batches (bounded memory on stdin)
+WINDOW_BATCHES = 32   # inputs are sorted by length within windows of this many batches (bounded memory on stdin)
 
 
 def _is_ascii_compatible(encoding):
