@@ -216,22 +216,9 @@ def atomic_write(path, mode="w", encoding="utf-8", newline=None, durable=True):
     """
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_write: mode must be 'w' or 'wb', got {mode!r}")
-    path = os.fspath(path)
-    fd, tmp = _new_temporary(path)
-    try:
-        options = {} if mode == "wb" else {"encoding": encoding, "newline": newline}
-        with os.fdopen(os.dup(fd), mode, **options) as f:    # fd keeps the lock until the rename is done
-            yield f
-            f.flush()
-            if durable:
-                os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        _discard(fd, tmp)
-        raise
-    os.close(fd)
-    if durable:
-        _fsync_directory(os.path.dirname(os.path.abspath(path)))
+    options = {} if mode == "wb" else {"encoding": encoding, "newline": newline}
+    with atomic_path(path, durable) as tmp, open(tmp, mode, **options) as f:
+        yield f
 
 
 @contextlib.contextmanager

@@ -19,6 +19,7 @@ import nlp.lac.task  # noqa: F401  (registers the tasks)
 import nlp.simnet.task  # noqa: F401
 import nlp.senta.task  # noqa: F401
 from nlp.data.vocab import TagSet, Vocab
+from tests.nlp.toy_reviews import write_toy_reviews
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SENTIMENT = os.path.join(ROOT, "configs", "examples", "sentiment_own_data.yaml")
@@ -27,16 +28,8 @@ TEXTS = ["书好", "手机差", "质量好快", "慢慢的差评", "物流很快
 
 
 def _reviews(path, size, seed=0):
-    """``label<TAB>text`` reviews of filler characters with one sentiment word: 好 (positive) or 差 (negative)."""
-    rng = numpy.random.default_rng(seed)
-    lines = ["label\ttext"]
-    for _ in range(size):
-        label = int(rng.integers(0, 2))
-        filler = "".join(rng.choice(list("书手机质量快慢"), size=int(rng.integers(2, 9))))
-        cut = int(rng.integers(0, len(filler) + 1))
-        lines.append(f"{label}\t{filler[:cut]}{'好' if label else '差'}{filler[cut:]}")
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return str(path)
+    """``label<TAB>text`` reviews with a header line (see ``write_toy_reviews``)."""
+    return write_toy_reviews(path, size, numpy.random.default_rng(seed), header=True)
 
 
 @pytest.fixture

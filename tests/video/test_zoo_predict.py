@@ -16,15 +16,6 @@ VIDEO_MODELS = sorted(name for name, entry in cards().items() if entry["task"] =
 FEATURE_MODELS = ("attention_cluster_synth", "attention_lstm_synth", "nextvlad_synth")
 
 
-@pytest.fixture
-def offline(tmp_path, monkeypatch):
-    """An empty $OAR_HOME and an unreachable package index: loading must need neither."""
-    home = tmp_path / "home"
-    monkeypatch.setenv("OAR_HOME", str(home))
-    monkeypatch.setenv("OAR_PACKAGE_INDEX", "http://127.0.0.1:9/simple")
-    return home
-
-
 @pytest.fixture(scope="module")
 def clip(tmp_path_factory):
     """One generated clip (seed 7, video 0: a test-split video) and its motion and shape names."""

@@ -18,6 +18,7 @@ from nlp.data.tokenizers import CharTokenizer
 from nlp.data.vocab import Vocab
 from nlp.senta.task import SentimentClassification, SentimentCollator
 from framework.engine import export_weights
+from tests.nlp.toy_reviews import write_toy_reviews
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 CHARS = list("好差很不太书手机质量快慢喜欢推荐失望")
@@ -75,21 +76,9 @@ def test_vocabulary_larger_than_the_model_is_an_error(tmp_path):
         SentimentClassification(nlp.senta.model.SentaBOW(10), vocab=str(tmp_path / "none.txt"))
 
 
-def _toy_corpus(path, rng, size):
-    """Reviews made of random filler characters plus one sentiment word: 好 (positive) or 差 (negative)."""
-    lines = []
-    for _ in range(size):
-        label = int(rng.integers(0, 2))
-        filler = "".join(rng.choice(list("书手机质量快慢"), size=int(rng.integers(2, 9))))
-        cut = int(rng.integers(0, len(filler) + 1))
-        lines.append(f"{label}\t{filler[:cut]}{'好' if label else '差'}{filler[cut:]}")
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return str(path)
-
-
 def _toy_config(tmp_path):
     rng = numpy.random.default_rng(0)
-    train, dev = _toy_corpus(tmp_path / "train.tsv", rng, 256), _toy_corpus(tmp_path / "dev.tsv", rng, 64)
+    train, dev = write_toy_reviews(tmp_path / "train.tsv", 256, rng), write_toy_reviews(tmp_path / "dev.tsv", 64, rng)
     config = tmp_path / "configs" / "toy.yaml"
     config.parent.mkdir()
     config.write_text(f"""
