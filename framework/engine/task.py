@@ -13,6 +13,7 @@ returns the config overrides that make a task built from the config read those
 copies (``{"task.vocab": "<directory>/vocab.txt"}``), so a run directory holds
 everything inference needs (:func:`framework.engine.runner.train`).
 """
+import numbers
 import os
 import shutil
 import tempfile
@@ -22,7 +23,7 @@ import numpy
 from ..errors import InputError
 from ..tensor import Tensor, no_grad, to_tensor
 
-__all__ = ["Task", "InputTypeError", "to_tensors", "batch_size_of", "copy_asset"]
+__all__ = ["Task", "RankedPrediction", "check_top_k", "InputTypeError", "to_tensors", "batch_size_of", "copy_asset"]
 
 
 class InputTypeError(InputError, TypeError):
@@ -137,3 +138,48 @@ class Task:
         with no_grad():
             outputs = self.predict_batch(to_tensors(self.preprocess(list(inputs)), device))
         return self.postprocess(outputs)
+
+
+def check_top_k(top_k, who, error=InputError):
+    """``top_k`` as an int >= 1, or None; anything else (0, -1, 2.5, "3", True) raises ``error`` naming ``who``."""
+    if top_k is None:
+        return None
+    if isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral) or top_k < 1:
+        raise error(f"{who}: top_k must be an integer >= 1 or None, got {top_k!r}")
+    return int(top_k)
+
+
+class RankedPrediction:
+    """``predict(inputs, top_k=None)`` for a Task whose results rank classes (mixed in before ``Task``).
+
+    The task sets ``self.top_k`` (its default: None lists every class) and implements
+    ``postprocess(outputs, top_k)``. A batch dict gives the model outputs, as ``Task.predict`` does.
+    """
+
+    top_k = None
+
+    def predict(self, inputs, top_k=None):
+        """A batch dict -> model outputs; a list of raw inputs -> one result dict per input, best first.
+
+        ``top_k``: classes listed (per list); None takes the task's default, else an integer >= 1 (more than
+        the classes lists them all). Anything else raises :class:`~framework.errors.InputError`.
+        """
+        if isinstance(inputs, dict):
+            return self.predict_batch(inputs)
+        top_k = check_top_k(top_k, f"{type(self).__name__}.predict")
+        if isinstance(inputs, (str, bytes, os.PathLike)) or not hasattr(inputs, "__iter__"):
+            return super().predict(inputs)          # one path, not a list: the base class's error
+        return self.predict_raw(inputs, self.device, top_k)
+
+    def predict_raw(self, inputs, device=None, top_k=None):
+        """Raw inputs (a list) -> a list of result dicts with ``top_k`` classes (None: the task's default)."""
+        inputs = list(inputs)
+        if not inputs:
+            return []
+        self.model.eval()
+        with no_grad():
+            outputs = self.predict_batch(to_tensors(self.preprocess(inputs), device))
+        return self.postprocess(outputs, top_k)
+
+    def _top_k(self, top_k):
+        return self.top_k if top_k is None else check_top_k(top_k, f"{type(self).__name__}.postprocess")

@@ -13,7 +13,8 @@ from framework.errors import InputError  # noqa: E402
 from framework.registry import MODELS  # noqa: E402
 from video.models.attention_lstm import AttentionLSTM  # noqa: E402
 from video.tasks import FeatureRecognition, VideoRecognition  # noqa: E402
-from video.tasks.common import check_top_k, grouped_topk_result, resolve_label_groups  # noqa: E402
+from framework.engine.task import check_top_k  # noqa: E402
+from video.tasks.common import grouped_topk_result, resolve_label_groups  # noqa: E402
 
 from .helpers import make_video  # noqa: E402
 

@@ -45,6 +45,11 @@ def test_raw_inputs_give_top_k_labels(tmp_path):
     for result in results:
         (best, p1), (second, p2) = result["topk"]
         assert result["label"] == best and result["score"] == p1 and p1 >= p2 and best in "abc"
+    ranked = task.predict([path], top_k=3)[0]["topk"]                      # every class, best first
+    assert ranked[:2] == results[0]["topk"] and len(ranked) == 3 and task.predict([path], top_k=1)[0]["topk"] == \
+        results[0]["topk"][:1]
+    with pytest.raises(InputError, match="top_k must be an integer >= 1"):
+        task.predict([path], top_k=0)
     with pytest.raises(InputError, match=r"input 0: an image input must be .* a uint8 RGB array \(H, W, 3\), "
                                          r"got float32"):
         task.predict_raw([numpy.zeros((20, 30), numpy.float32)])

@@ -1,7 +1,7 @@
 """Helpers shared by the video tasks: ``predict(paths, top_k=None)`` and readable top-k results.
 
-- :class:`RankedPrediction`: the ``predict(paths, top_k=None)`` of both video tasks.
-- :func:`check_top_k`, :func:`video_paths`: the checks of what a user passes to ``predict``.
+- :func:`video_paths`: the check of what a user passes to ``predict`` (``top_k`` and ``RankedPrediction``, the
+  ``predict(paths, top_k=None)`` of both video tasks, are the framework's: :mod:`framework.engine.task`).
 - :func:`topk_result`: one ``{"topk": [[name, prob], …]}`` dict, best first.
 - :func:`resolve_label_groups`, :func:`grouped_topk_result`: the same per group of classes (e.g. the motions and the
   shapes of a multi-label set), ``{"topk": […], "<group>_topk": […], …}``.
@@ -14,21 +14,10 @@ import os
 import numpy
 
 from framework.config import ConfigError
-from framework.engine.task import to_tensors
 from framework.errors import InputError
-from framework.tensor import no_grad
 
-__all__ = ["RankedPrediction", "check_top_k", "video_paths", "topk_result", "resolve_label_groups",
+__all__ = ["video_paths", "topk_result", "resolve_label_groups",
            "grouped_topk_result"]
-
-
-def check_top_k(top_k, who, error=InputError):
-    """``top_k`` as an int >= 1, or None; anything else (0, -1, 2.5, "3", True) raises ``error`` naming ``who``."""
-    if top_k is None:
-        return None
-    if isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral) or top_k < 1:
-        raise error(f"{who}: top_k must be an integer >= 1 or None, got {top_k!r}")
-    return int(top_k)
 
 
 def video_paths(inputs, who):
@@ -40,42 +29,6 @@ def video_paths(inputs, who):
             raise InputError(f"{who}: input {i} must be a video path, got {type(path).__name__}")
         paths.append(os.fspath(path))
     return paths
-
-
-class RankedPrediction:
-    """``predict(inputs, top_k=None)`` for a Task whose results rank classes (mixed in before ``Task``).
-
-    The task sets ``self.top_k`` (its default: None lists every class) and implements
-    ``postprocess(outputs, top_k)``. A batch dict gives the model outputs, as ``Task.predict`` does.
-    """
-
-    top_k = None
-
-    def predict(self, inputs, top_k=None):
-        """A batch dict -> model outputs; a list of video paths -> one result dict per video, best first.
-
-        ``top_k``: classes listed (per list); None takes the task's default, else an integer >= 1 (more than
-        the classes lists them all). Anything else raises :class:`~framework.errors.InputError`.
-        """
-        if isinstance(inputs, dict):
-            return self.predict_batch(inputs)
-        top_k = check_top_k(top_k, f"{type(self).__name__}.predict")
-        if isinstance(inputs, (str, bytes, os.PathLike)) or not hasattr(inputs, "__iter__"):
-            return super().predict(inputs)          # one path, not a list: the base class's error
-        return self.predict_raw(inputs, self.device, top_k)
-
-    def predict_raw(self, inputs, device=None, top_k=None):
-        """Raw inputs (a list) -> a list of result dicts with ``top_k`` classes (None: the task's default)."""
-        inputs = list(inputs)
-        if not inputs:
-            return []
-        self.model.eval()
-        with no_grad():
-            outputs = self.predict_batch(to_tensors(self.preprocess(inputs), device))
-        return self.postprocess(outputs, top_k)
-
-    def _top_k(self, top_k):
-        return self.top_k if top_k is None else check_top_k(top_k, f"{type(self).__name__}.postprocess")
 
 
 def topk_result(probs, class_names=None, top_k=None):

@@ -28,6 +28,7 @@ import framework.nn.functional as F
 from framework.config import ConfigError
 from framework.engine import Task
 from framework.engine.metrics import to_numpy
+from framework.engine.task import RankedPrediction, check_top_k
 from framework.io import SequenceCollator
 from framework.registry import MODELS, TASKS
 
@@ -36,7 +37,7 @@ from ..data.decode import VideoReader
 from ..data.features import FeatureExtractor, feature_transforms, resolve_path
 from ..data.sampling import uniform_indices
 from ..metrics import YouTube8MMetrics
-from .common import RankedPrediction, check_top_k, grouped_topk_result, resolve_label_groups, video_paths
+from .common import grouped_topk_result, resolve_label_groups, video_paths
 
 __all__ = ["FeatureRecognition"]
 

@@ -6,14 +6,14 @@ import numpy
 import framework.nn.functional as F
 from framework.config import ConfigError
 from framework.engine import Task
-from framework.engine.task import copy_asset
+from framework.engine.task import RankedPrediction, check_top_k, copy_asset
 from framework.engine.metrics import Accuracy
 from framework.registry import TASKS
 from vision.metrics import TopKAccuracy
 
 from ..data.datasets import ClipLoader, read_class_names
 from ..metrics import MeanClassAccuracy
-from .common import RankedPrediction, check_top_k, topk_result, video_paths
+from .common import topk_result, video_paths
 
 __all__ = ["VideoRecognition"]
 

@@ -7,7 +7,7 @@ import framework.nn.functional as F
 from framework.config import ConfigError
 from framework.engine import Task
 from framework.engine.metrics import Accuracy
-from framework.engine.task import InputTypeError
+from framework.engine.task import InputTypeError, RankedPrediction
 from framework.registry import TASKS
 
 from ..data.folder import decode_image, read_image
@@ -44,7 +44,7 @@ def class_names_of(source):
 
 
 @TASKS.register()
-class ImageClassification(Task):
+class ImageClassification(RankedPrediction, Task):
     """Classify images with any model mapping (N, 3, H, W) float32 to logits (N, K).
 
     Batches: ``{"img": (N, 3, H, W) float32, "label": (N,) int64}`` (what
@@ -120,10 +120,12 @@ class ImageClassification(Task):
         images = [self.transforms({"img": self._image(item, i)})["img"] for i, item in enumerate(inputs)]
         return {"img": numpy.stack(images)}
 
-    def postprocess(self, outputs):
-        """``{"prob": (N, K)}`` -> one ``{"label", "score", "topk"}`` dict per image."""
+    def postprocess(self, outputs, top_k=None):
+        """``{"prob": (N, K)}`` -> one ``{"label", "score", "topk"}`` dict per image (``top_k`` classes listed;
+        None: the task's ``topk``)."""
         probs = outputs["prob"].numpy()
-        order = numpy.argsort(-probs, axis=1, kind="stable")[:, :self.topk]  # (N, k), best first
+        count = self.topk if top_k is None else top_k
+        order = numpy.argsort(-probs, axis=1, kind="stable")[:, :count]  # (N, k), best first
         names = self.class_names
         results = []
         for row, best in zip(probs, order):
