@@ -10,7 +10,6 @@
   object that echoes the input), to stdout or to ``--output`` (written whole,
   then renamed into place).
 """
-import codecs
 import json
 import os
 import sys

@@ -16,11 +16,11 @@ everything inference needs (:func:`framework.engine.runner.train`).
 import numbers
 import os
 import shutil
-import tempfile
 
 import numpy
 
 from ..errors import InputError
+from ..serialization import atomic_path
 from ..tensor import Tensor, no_grad, to_tensor
 
 __all__ = ["Task", "RankedPrediction", "check_top_k", "InputTypeError", "to_tensors", "batch_size_of", "copy_asset"]
@@ -41,14 +41,8 @@ def copy_asset(source, directory, name):
     destination = os.path.join(directory, name)
     if os.path.exists(destination) and os.path.samefile(source, destination):
         return destination
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
-    os.close(fd)
-    try:
+    with atomic_path(destination) as tmp:
         shutil.copyfile(source, tmp)
-        os.replace(tmp, destination)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
     return destination
 
 

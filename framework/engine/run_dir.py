@@ -1,0 +1,233 @@
+"""Run directories: the files that make a training run's directory self-contained.
+
+:func:`train` writes into its output
+directory (rank 0), before the first step: ``config.yaml``, the resolved config
+(overrides applied, ``${…}`` references resolved) in which the task's files
+point at copies inside the directory (paths relative to it), those copies
+(every vocabulary, label list, lexicon, tokeniser model or class-names file
+the task read or built, :meth:`framework.engine.Task.save_assets`) and
+``assets.json``, which records for each config key so rewritten the copy, its
+sha256 and the value the config gave. Checkpoints carry the same record.
+:func:`run_config` turns the config a user gives ``oar eval|infer`` into the
+one to build the task from: the run's ``task`` and ``model`` sections (what
+the weights were trained with) with the given data and train sections.
+:func:`load_weights` with the task refuses weights whose recorded files differ
+from those the task reads.
+"""
+import copy
+import json
+import os
+import sys
+import tempfile
+
+import yaml
+
+from ..config import ConfigError, SOURCE_KEY, load_config
+from ..errors import describe_os_error
+from ..fetch import sha256_of
+from ..serialization import atomic_write
+from .checkpoint import CheckpointError, OutputDirError
+
+__all__ = ["RUN_CONFIG", "RUN_ASSETS", "make_output_dir", "save_run", "run_config", "check_assets"]
+
+RUN_CONFIG = "config.yaml"      # in a run directory: the resolved config, with the task's files copied beside it
+RUN_ASSETS = "assets.json"      # in a run directory: the config keys naming those copies, sha256s, given values
+
+
+def check_assets(task, recorded, path, cfg):
+    """Raise CheckpointError when a file the task reads differs from the one recorded in checkpoint ``path``.
+
+    ``recorded``: the checkpoint's ``{config key: {"value", "sha256"}}`` (:func:`save_run`); ``cfg``: the
+    config the task was built from (its values are named in the message)."""
+    with tempfile.TemporaryDirectory(prefix="oar-assets-") as folder:
+        current = _asset_record(task.save_assets(folder) or {}, folder)
+    for key, entry in recorded.items():
+        if key not in current or _listed(entry.get("sha256")) == _listed(current[key]["sha256"]):
+            continue
+        trained = ", ".join(os.path.join(os.path.dirname(os.path.abspath(path)), name)
+                            for name in _listed(entry.get("value")) if name)
+        given = _get_key(cfg, key)
+        now = f"{given}" if given is not _MISSING and given is not None else \
+            f"one the task built itself ({key} is not set in {cfg.get(SOURCE_KEY, 'the config')})"
+        raise CheckpointError(f"the weights of {path} were trained with {trained} ({key}), but the task reads "
+                              f"{now}, whose content differs; use the run's own files: give its directory as "
+                              f"the output directory, whose {RUN_CONFIG} names them")
+
+
+def _listed(value):
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _asset_record(overrides, directory):
+    """``{key: {"value": file name(s) relative to directory, "sha256": digest(s)}}`` of ``save_assets`` overrides."""
+    record = {}
+    for key, value in overrides.items():
+        if key.partition(".")[0] not in ("task", "model") or not key.partition(".")[2]:
+            raise ValueError(f"save_assets: override key {key!r} must name a key of the task or model section")
+        files = _listed(value)
+        names = [None if f is None else os.path.relpath(f, directory) for f in files]
+        digests = [None if f is None else sha256_of(f) for f in files]
+        plural = isinstance(value, (list, tuple))
+        record[key] = {"value": names if plural else names[0], "sha256": digests if plural else digests[0]}
+    return record
+
+
+_MISSING = object()
+
+
+def _get_key(cfg, key):
+    node = cfg
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return _MISSING
+        node = node[part]
+    return node
+
+
+def _set_key(cfg, key, value):
+    *parents, leaf = key.split(".")
+    node = cfg
+    for part in parents:
+        if not isinstance(node.get(part), dict):
+            node[part] = {}
+        node = node[part]
+    node[leaf] = value
+
+
+def _delete_key(cfg, key):
+    *parents, leaf = key.split(".")
+    node = cfg
+    for part in parents:
+        node = node.get(part) if isinstance(node, dict) else None
+    if isinstance(node, dict):
+        node.pop(leaf, None)
+
+
+def _plain(value):
+    """``value`` with tuples made lists, recursively (what YAML and JSON write and read back)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def make_output_dir(output_dir):
+    """Create ``output_dir`` (and its parents); an OutputDirError names what is in the way."""
+    try:
+        os.makedirs(output_dir, exist_ok=True)
+    except OSError as err:
+        blocker = next((p for p in _ancestors(output_dir) if os.path.exists(p) and not os.path.isdir(p)), None)
+        why = f"{blocker} is a file, not a directory" if blocker else describe_os_error(err)
+        raise OutputDirError(f"cannot create the output directory {output_dir}: {why}") from None
+
+
+def _ancestors(path):
+    """``path`` and its parents, nearest first (``a/b/c``, ``a/b``, ``a``)."""
+    path = os.path.normpath(path)
+    while path and path not in (os.sep, "."):
+        yield path
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+
+
+def save_run(cfg, task, output_dir):
+    """Write the run files of ``cfg`` and its built ``task`` into ``output_dir`` (module docstring).
+
+    Returns ``(run config, asset record)``: the config as written to
+    ``config.yaml`` (asset paths relative to ``output_dir``) and ``{key:
+    {"value", "sha256"}}`` for the checkpoints. An OSError while writing
+    becomes an OutputDirError naming the directory.
+    """
+    make_output_dir(output_dir)
+    try:
+        overrides = task.save_assets(output_dir) or {}
+        assets = _asset_record(overrides, output_dir)
+        run_cfg = _plain({k: v for k, v in cfg.items() if k != SOURCE_KEY})
+        manifest = {}
+        for key, entry in assets.items():
+            given = _get_key(cfg, key)
+            manifest[key] = {**entry, **({} if given is _MISSING else {"given": _plain(given)})}
+            _set_key(run_cfg, key, entry["value"])
+        source = cfg.get(SOURCE_KEY)
+        header = (f"# The resolved config of this training run{f' (from {source})' if source else ''}: overrides "
+                  f"applied, references\n# resolved; the task's files are copies in this directory, named "
+                  f"relative to it ({RUN_ASSETS} lists them).\n")
+        with atomic_write(os.path.join(output_dir, RUN_CONFIG)) as f:
+            f.write(header + yaml.safe_dump(run_cfg, sort_keys=False, allow_unicode=True))
+        with atomic_write(os.path.join(output_dir, RUN_ASSETS)) as f:
+            f.write(json.dumps(manifest, ensure_ascii=False, indent=1) + "\n")
+    except OSError as err:
+        raise OutputDirError(f"cannot write the run files into {output_dir}: {describe_os_error(err)}") from None
+    return run_cfg, assets
+
+
+def run_config(cfg, output_dir):
+    """The config to evaluate or predict with the weights of the run in ``output_dir``.
+
+    When ``output_dir/config.yaml`` exists, its ``task`` and ``model`` sections
+    (what the weights were trained with) replace those of ``cfg``, their file
+    paths (the copies listed in ``assets.json``) made to point into
+    ``output_dir``; the other sections (data, train …) and ``cfg``'s source
+    stay. A one-line note on stderr says so when the given task or model
+    section differs from the one the run was trained from (copies aside).
+    Without ``config.yaml``, ``cfg`` is returned unchanged.
+    """
+    path = os.path.join(output_dir, RUN_CONFIG)
+    if not os.path.isfile(path):
+        return cfg
+    run = load_config(path)
+    for section in ("task", "model"):
+        if not isinstance(run.get(section), dict):
+            raise ConfigError(f"{path}: missing section '{section}' (not a run's config?)")
+    manifest = _read_manifest(output_dir)
+    sections = {name: copy.deepcopy(run[name]) for name in ("task", "model")}
+    trained = copy.deepcopy(sections)                 # the sections as the training config gave them
+    for key, entry in manifest.items():
+        value = entry.get("value")
+        _set_key(sections, key, [_inside(v, output_dir) for v in value] if isinstance(value, list)
+                 else _inside(value, output_dir))
+        if "given" in entry:
+            _set_key(trained, key, entry["given"])
+        else:
+            _delete_key(trained, key)
+    given_is_run = os.path.abspath(str(cfg.get(SOURCE_KEY, ""))) == os.path.abspath(path)
+    differences = [] if given_is_run else \
+        _differences({name: _plain(cfg.get(name)) for name in ("task", "model")}, trained)
+    if differences:
+        shown = "; ".join(f"{key}: {theirs!r} in training, {ours!r} here" for key, theirs, ours in differences[:3])
+        more = f" and {len(differences) - 3} more" if len(differences) > 3 else ""
+        print(f"note: using the task and model sections of {path}, which the weights were trained with; "
+              f"{cfg.get(SOURCE_KEY, 'the given config')} differs ({shown}{more})", file=sys.stderr)
+    return {**cfg, **sections}
+
+
+def _inside(value, directory):
+    return value if value is None or os.path.isabs(value) else os.path.join(directory, value)
+
+
+def _read_manifest(output_dir):
+    """The ``assets.json`` record of a run directory ({} when there is none)."""
+    path = os.path.join(output_dir, RUN_ASSETS)
+    if not os.path.isfile(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            manifest = json.load(f)
+    except (OSError, ValueError) as err:
+        raise ConfigError(f"cannot read {path}: {err}") from None
+    if not isinstance(manifest, dict) or not all(isinstance(v, dict) for v in manifest.values()):
+        raise ConfigError(f"{path}: expected a mapping of config keys to file records")
+    return manifest
+
+
+def _differences(given, trained, prefix=""):
+    """``[(dotted key, trained value, given value)]`` where the nested dicts ``trained`` and ``given`` differ."""
+    if isinstance(given, dict) and isinstance(trained, dict):
+        found = []
+        for key in list(trained) + [k for k in given if k not in trained]:
+            found += _differences(given.get(key), trained.get(key), f"{prefix}{key}.")
+        return found
+    return [] if given == trained else [(prefix.rstrip("."), trained, given)]
