@@ -22,7 +22,7 @@ from framework.errors import UserError
 
 from .api import TASKS, load, register_everything
 from .catalog import card, cards
-from .inputs import ResultWriter, predict_in_order, read_lines
+from .inputs import count_lines, predict_in_order, read_lines, result_writer
 
 __all__ = ["COMMANDS", "Command", "UsageError"]
 
@@ -71,8 +71,8 @@ def _inputs(args):
     """``(iterable of inputs, count or None, where)`` from the input flags; ``where(n)`` names input ``n``."""
     if args.input_file:
         name = "stdin" if args.input_file == "-" else args.input_file
-        count = None if args.input_file == "-" else sum(1 for _ in read_lines(args.input_file, args.encoding))
-        return read_lines(args.input_file, args.encoding), count, lambda n: f"{name}, line {n}"
+        lines = read_lines(args.input_file, args.encoding)         # checks the file now, reads it as predicted
+        return lines, count_lines(args.input_file, args.encoding), lambda n: f"{name}, line {n}"
     flag = "--input_text" if args.input_text else "--input_path"
     given = args.input_text or args.input_path
     return given, len(given), lambda n: f"{flag} value {n} ({given[n - 1]!r})"
@@ -89,13 +89,15 @@ def _predict_options(task, args, model_name):
     return {"top_k": args.top_k}
 
 
-def _predict_and_write(task, args, model_name, takes_paths):
-    inputs, count, where = _inputs(args)
+def _predict_and_write(task, args, model_name, given):
+    """Predict every input of ``given`` (from :func:`_inputs`) and write one line each."""
+    inputs, count, where = given
+    takes_paths = bool(args.input_path)
     options = _predict_options(task, args, model_name)
-    with ResultWriter(args.output, as_json=args.json) as writer:
+    with result_writer(args.output, as_json=args.json) as write:
         for item, result in predict_in_order(task, inputs, args.batch_size, sort_by_length=not takes_paths,
                                              total=count, where=where, **options):
-            writer.write(item, result)
+            write(item, result)
 
 
 def _run_dir(args, cfg):
@@ -200,10 +202,10 @@ def _infer_arguments(parser):
 
 def infer(args):
     """Predict with a run's checkpoint: one line per input (``--json``: one JSON object)."""
+    given = _inputs(args)                   # a missing or unreadable input file fails before the model loads
     cfg, output_dir = _setup(args, for_inference=True)
     task = runner.load_task(cfg, _checkpoint(args, output_dir), args.device)
-    takes_paths = bool(args.input_path)
-    _predict_and_write(task, args, os.path.basename(output_dir.rstrip(os.sep)) or output_dir, takes_paths)
+    _predict_and_write(task, args, os.path.basename(output_dir.rstrip(os.sep)) or output_dir, given)
 
 
 # ---------------------------------------------------------------------------------------------- the zoo
@@ -240,10 +242,9 @@ def run(args):
     """Predict with a zoo model: one line per input (``--json``: one JSON object that echoes the input)."""
     entry = card(args.name)
     _check_input_kind(entry, args)
-    if args.input_file and args.input_file != "-":
-        next(iter(read_lines(args.input_file, args.encoding)), None)   # a missing file fails before the model loads
+    given = _inputs(args)                   # a missing or unreadable input file fails before the model loads
     task = load(args.name, device=args.device)
-    _predict_and_write(task, args, args.name, takes_paths=bool(args.input_path))
+    _predict_and_write(task, args, args.name, given)
 
 
 def _list_arguments(parser):

@@ -6,10 +6,11 @@
 - ``predict_in_order`` predicts in batches grouped by length (short texts with
   short texts, so padding stays small) and yields one result per input, in
   input order; a blank input gets an empty result without reaching the model.
-- ``ResultWriter`` prints one line per result, readable or ``--json`` (one
+- ``result_writer`` prints one line per result, readable or ``--json`` (one
   object that echoes the input), to stdout or to ``--output`` (written whole,
   then renamed into place).
 """
+import contextlib
 import json
 import os
 import sys
@@ -18,7 +19,7 @@ from framework.errors import InputError
 from framework.progress import progress_bar
 from framework.serialization import atomic_write
 
-__all__ = ["read_lines", "predict_in_order", "format_result", "ResultWriter", "WINDOW_BATCHES"]
+__all__ = ["read_lines", "count_lines", "predict_in_order", "format_result", "result_writer", "WINDOW_BATCHES"]
 
 WINDOW_BATCHES = 32   # inputs are sorted by length within windows of this many batches (bounded memory on stdin)
 
@@ -38,18 +39,35 @@ def _decode_error(name, line_number, offset, err, encoding):
 
 
 def read_lines(path, encoding="utf-8"):
-    """Yield each line of the text file ``path`` (``-``: stdin) without its line ending.
+    """The lines of the text file ``path`` (``-``: stdin) without their line endings, as an iterator.
 
-    Blank lines are yielded too (as ``""``), so outputs line up with inputs. A
-    UTF-8 byte-order mark at the start is dropped.
+    The path and the encoding are checked now (an ``InputError`` before any
+    work); the lines are read and decoded as they are consumed. Blank lines are
+    yielded too (as ``""``), so outputs line up with inputs. A UTF-8 byte-order
+    mark at the start is dropped.
     """
-    name = "stdin" if path == "-" else path
     ascii_compatible = _is_ascii_compatible(encoding)
     if path != "-" and os.path.isdir(path):
         raise InputError(f"input file {path} is a directory; give a text file with one input per line")
     if path != "-" and not os.path.isfile(path):
         raise InputError(f"input file not found: {path}")
     stream = sys.stdin.buffer if path == "-" else open(path, "rb")
+    return _decoded_lines(stream, "stdin" if path == "-" else path, encoding, ascii_compatible)
+
+
+def count_lines(path, encoding="utf-8"):
+    """How many lines :func:`read_lines` gives for ``path``, counted on the bytes (None for stdin, or for an
+    encoding that does not write a newline as one byte)."""
+    if path == "-" or not _is_ascii_compatible(encoding):
+        return None
+    count, last = 0, b"\n"
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            count, last = count + block.count(b"\n"), block[-1:]
+    return count + (last != b"\n")
+
+
+def _decoded_lines(stream, name, encoding, ascii_compatible):
     try:
         if not ascii_compatible:        # UTF-16/32: decode the whole file, then split
             data = stream.read()
@@ -148,32 +166,22 @@ def format_result(result):
     return json.dumps(result, ensure_ascii=False)
 
 
-class ResultWriter:
-    """Writes one line per result to stdout, or to ``path`` (complete or not at all: written, then renamed).
+@contextlib.contextmanager
+def result_writer(path=None, as_json=False):
+    """A context giving ``write(input, result)``, which prints one line per result to stdout (flushed), or to
+    ``path`` (complete or not at all: written, then renamed into place).
 
-    ``as_json``: ``{"input": input, **result}`` per line; otherwise ``format_result``.
-    Use as a context manager.
+    ``as_json``: ``{"input": input, **result}`` per line; otherwise :func:`format_result`.
     """
+    def line(item, result):
+        return (json.dumps({"input": item, **result}, ensure_ascii=False) if as_json else format_result(result)) + "\n"
 
-    def __init__(self, path=None, as_json=False):
-        self.path, self.as_json = path, as_json
-        self._context = None
+    if path and path != "-":
+        with atomic_write(path, "w", encoding="utf-8") as f:
+            yield lambda item, result: f.write(line(item, result))
+        return
 
-    def __enter__(self):
-        if self.path and self.path != "-":
-            self._context = atomic_write(self.path, "w", encoding="utf-8")
-            self.stream = self._context.__enter__()
-        else:
-            self.stream = sys.stdout
-        return self
-
-    def write(self, item, result):
-        line = json.dumps({"input": item, **result}, ensure_ascii=False) if self.as_json else format_result(result)
-        self.stream.write(line + "\n")
-        if self._context is None:
-            self.stream.flush()
-
-    def __exit__(self, *exc):
-        if self._context is not None:
-            return self._context.__exit__(*exc)
-        return False
+    def write(item, result):
+        sys.stdout.write(line(item, result))
+        sys.stdout.flush()
+    yield write
