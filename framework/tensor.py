@@ -13,12 +13,13 @@ import numpy
 from . import backend
 
 __all__ = ["Tensor", "Function", "OpError", "to_tensor", "no_grad", "enable_grad",
-           "is_grad_enabled", "set_grad_enabled", "register_backward_end_hook", "HookHandle"]
+           "is_grad_enabled", "set_grad_enabled", "register_backward_end_hook", "HookHandle", "observe_ops"]
 
 _grad_enabled = True
 _ndarray = numpy.ndarray
 _grad_ready_hooks = {}  # id(leaf) -> list of hook(leaf); see Tensor.register_grad_ready_hook
 _backward_end_hooks = []  # hook(); see register_backward_end_hook
+_op_observers = []  # observer(cls, inputs, attrs, result); see observe_ops
 
 
 class OpError(ValueError):
@@ -44,6 +45,22 @@ def register_backward_end_hook(hook):
     """
     _backward_end_hooks.append(hook)
     return HookHandle(_backward_end_hooks, hook)
+
+
+@contextlib.contextmanager
+def observe_ops(observer):
+    """Within the context, call ``observer(cls, inputs, attrs, result)`` after every op.
+
+    ``cls`` is the op's :class:`Function` subclass, ``inputs`` its input Tensors,
+    ``attrs`` the keyword attributes it was applied with and ``result`` the
+    output Tensor (or tuple of Tensors). The innermost observer alone is called;
+    ``framework.jit`` records programs with it.
+    """
+    _op_observers.append(observer)
+    try:
+        yield
+    finally:
+        _op_observers.remove(observer)
 
 
 def is_grad_enabled():
@@ -128,11 +145,15 @@ class Function:
                 fn.inputs = inputs
                 fn.outputs = tuple(weakref.ref(o) for o in outs)
                 fn.output_specs = tuple((o.shape, o.dtype) for o in out)
+            if _op_observers:
+                _op_observers[-1](cls, inputs, attrs, outs)
             return outs
         result = Tensor(out if type(out) is kind else fn.xp.asarray(out), record, fn if record else None)
         if record:
             fn.inputs = inputs
             fn.outputs = (weakref.ref(result),)
+        if _op_observers:
+            _op_observers[-1](cls, inputs, attrs, result)
         return result
 
     def forward(self, *arrays):

@@ -7,6 +7,7 @@ and persistable buffers; ``set_state_dict()`` loads them back after checking
 every key and shape.
 """
 import collections
+import contextlib
 import itertools
 import re
 
@@ -17,7 +18,8 @@ from ..tensor import Tensor
 from . import initializer as init
 from ..errors import UserError
 
-__all__ = ["Parameter", "ParamAttr", "Layer", "Sequential", "LayerList", "LayerDict", "StateDictError"]
+__all__ = ["Parameter", "ParamAttr", "Layer", "Sequential", "LayerList", "LayerDict", "StateDictError",
+           "observe_layer_calls"]
 
 
 class StateDictError(UserError, ValueError):
@@ -83,6 +85,19 @@ class ParamAttr:
 
 
 _name_counters = collections.defaultdict(itertools.count)
+# context-manager factories observer(layer) entered around each Layer call; see observe_layer_calls
+_call_observers = []
+
+
+@contextlib.contextmanager
+def observe_layer_calls(observer):
+    """Within the context, every ``layer(...)`` call runs inside ``with observer(layer):`` (innermost observer
+    only); ``framework.jit`` uses it to name the layer an op was recorded in."""
+    _call_observers.append(observer)
+    try:
+        yield
+    finally:
+        _call_observers.remove(observer)
 
 
 def _snake_case(name):
@@ -118,7 +133,10 @@ class Layer:
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *inputs, **kwargs):
-        return self.forward(*inputs, **kwargs)
+        if not _call_observers:
+            return self.forward(*inputs, **kwargs)
+        with _call_observers[-1](self):
+            return self.forward(*inputs, **kwargs)
 
     def full_name(self):
         """A name unique in this process, e.g. ``linear_0``."""

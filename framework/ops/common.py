@@ -1,11 +1,11 @@
-"""Common layers' functions: dropout, embedding lookup, one_hot and sequence_mask."""
+"""Common layers' functions: dropout, embedding lookup, hashed n-gram ids, one_hot and sequence_mask."""
 import numpy
 
 from .. import backend
 from ..random import rng_for
 from ..tensor import Function, Tensor, OpError
 
-__all__ = ["dropout", "embedding", "one_hot", "sequence_mask"]
+__all__ = ["dropout", "embedding", "hashed_ngrams", "one_hot", "sequence_mask"]
 
 _DROPOUT_MODES = ("upscale_in_train", "downscale_in_infer")
 
@@ -69,6 +69,63 @@ def _check_ids(op, ids, limit, what):
     if low < 0 or high >= limit:
         bad = high if high >= limit else low
         raise OpError(f"{op}: id {bad} is out of range for {what} {limit} (ids of shape {ids.shape})")
+
+
+class Full(Function):
+    """An array of ``shape`` filled with ``value`` (attribute ``dtype``); it takes no inputs.
+
+    ``framework.jit`` puts it where a layer made such an array itself (an initial
+    RNN state of zeros) and its shape follows the input sizes.
+    """
+
+    def forward(self):
+        return self.xp.full(self.shape, self.value, dtype=self.dtype)
+
+    def backward(self):
+        return ()
+
+
+class HashedNgrams(Function):
+    """Hashed ids of the n-grams around each position (integer output, no gradient); see :func:`hashed_ngrams`."""
+
+    def forward(self, ids):
+        xp = self.xp
+        n, steps = ids.shape
+        edge = max(self.orders) - 1
+        padded = xp.zeros((n, steps + 2 * edge), dtype=xp.int64)
+        padded[:, edge:edge + steps] = ids
+        out = xp.empty((n, steps, sum(self.orders)), dtype=xp.int64)
+        column = 0
+        for order in self.orders:
+            for first in range(edge - order + 1, edge + 1):          # window start, relative to position t
+                h = xp.full((n, steps), order, dtype=xp.int64)
+                for i in range(order):
+                    h *= 1000003
+                    h += padded[:, first + i:first + i + steps]
+                    h %= self.buckets
+                out[:, :, column] = h
+                column += 1
+        return out
+
+    def backward(self, gy):
+        return None
+
+
+def hashed_ngrams(ids, orders, buckets):
+    """Hashed ids of the n-grams containing each position.
+
+    For each order n in ``orders`` the windows are ids[t-n+1 .. t], ..., ids[t .. t+n-1],
+    in that order; id 0 stands past both edges. A window (a_1, ..., a_n) hashes to h_n with
+    h_0 = n and h_i = (h_{i-1} * 1000003 + a_i) % buckets.
+
+    Shapes: ids (N, T) integer -> (N, T, sum(orders)) int64 in [0, buckets).
+    """
+    if ids.ndim != 2 or ids.dtype.kind not in "iu":
+        raise OpError(f"hashed_ngrams: ids must be (N, T) integers, got {ids.shape} {ids.dtype}")
+    orders = tuple(int(o) for o in orders)
+    if not orders or min(orders) < 1 or int(buckets) < 1:
+        raise OpError(f"hashed_ngrams: orders must be >= 1 and buckets >= 1, got {orders} and {buckets}")
+    return HashedNgrams.apply(ids, orders=orders, buckets=int(buckets))
 
 
 def embedding(x, weight, padding_idx=None):

@@ -123,20 +123,23 @@ def _zeros(like, shape):
 
 
 class SequenceLinear(Function):
-    """y = x @ weight + bias at the valid positions, 0 elsewhere; attribute ``positions`` (M,) int64, the
-    valid positions' flat indices n * T + t (None: every position is valid)."""
+    """y = x @ weight + bias at the valid positions, 0 elsewhere; attribute ``lengths`` (N,) int64, or None
+    when every position is valid."""
 
     def forward(self, x, weight, bias):
+        xp = self.xp
         n, num_steps, width = x.shape
         rows = x.reshape(-1, width)
-        if self.positions is not None:
+        self.positions = None                     # the valid positions' flat indices n * T + t, when some are not
+        if self.lengths is not None and n and int(self.lengths.min()) < num_steps:
+            self.positions = xp.flatnonzero(xp.arange(num_steps)[None, :] < self.lengths[:, None])
             rows = rows.take(self.positions, axis=0)                                 # (M, C)
         self.saved = rows, weight
         y = rows @ weight
         y += bias
         if self.positions is None:
             return y.reshape(n, num_steps, -1)
-        out = self.xp.zeros((n * num_steps, weight.shape[1]), dtype=y.dtype)
+        out = xp.zeros((n * num_steps, weight.shape[1]), dtype=y.dtype)
         out[self.positions] = y
         return out.reshape(n, num_steps, -1)
 
@@ -174,13 +177,8 @@ def sequence_linear(x, lengths, weight, bias):
                       f"weight {weight.shape} and bias {bias.shape}")
     if weight.dtype != x.dtype or bias.dtype != x.dtype:
         raise OpError(f"sequence_linear: dtype mismatch, x {x.dtype}, weight {weight.dtype}, bias {bias.dtype}")
-    lengths = sequence_lengths(lengths, x, "sequence_linear")
-    n, num_steps = x.shape[:2]
-    positions = None
-    if n and int(lengths.min()) < num_steps:
-        xp = backend.get_array_module(lengths)
-        positions = xp.flatnonzero(xp.arange(num_steps)[None, :] < lengths[:, None])
-    return SequenceLinear.apply(x, weight, bias, positions=positions)
+    lengths = None if lengths is None else sequence_lengths(lengths, x, "sequence_linear")
+    return SequenceLinear.apply(x, weight, bias, lengths=lengths)
 
 
 class _SortedRuns:

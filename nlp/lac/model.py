@@ -42,7 +42,7 @@ Parameter names (E = emb_dim, H = hidden, K = num_tags, V = vocab_size)::
 """
 import numpy
 
-from framework import Tensor, backend, concat, nn, no_grad, to_tensor
+from framework import Tensor, backend, concat, nn, to_tensor
 from framework.nn import functional as F
 from framework.nn import initializer as init
 from framework.registry import MODELS
@@ -182,21 +182,9 @@ class BiGRUCRF(nn.Layer):
         in that order; the padding id 0 stands past both edges. A window
         (a_1, ..., a_n) hashes to h_n with h_0 = n and h_i = (h_{i-1} * 1000003 + a_i) % ngram_buckets.
         """
-        with no_grad():
-            ids = tokens.data if isinstance(tokens, Tensor) else tokens
-            xp = backend.get_array_module(ids)
-            n, steps = ids.shape
-            edge = max(self.ngram_orders) - 1
-            padded = xp.zeros((n, steps + 2 * edge), dtype=xp.int64)
-            padded[:, edge:edge + steps] = ids
-            windows = []
-            for order in self.ngram_orders:
-                for first in range(edge - order + 1, edge + 1):          # window start, relative to position t
-                    h = xp.full((n, steps), order, dtype=xp.int64)
-                    for i in range(order):
-                        h = (h * 1000003 + padded[:, first + i:first + i + steps]) % self.ngram_buckets
-                    windows.append(h)
-            return to_tensor(xp.stack(windows, axis=-1))
+        if not isinstance(tokens, Tensor):
+            tokens = to_tensor(tokens)
+        return F.hashed_ngrams(tokens, self.ngram_orders, self.ngram_buckets)
 
     @classmethod
     def from_official(cls, params):

@@ -1,4 +1,4 @@
-"""Specs for framework/ops/common.py: dropout, embedding, one_hot, sequence_mask."""
+"""Specs for framework/ops/common.py: dropout, embedding, hashed_ngrams, one_hot, sequence_mask."""
 import numpy
 import pytest
 
@@ -52,6 +52,22 @@ def one_hot_reference(ids, classes):
     return out
 
 
+def hashed_ngrams_reference(ids, orders, buckets):
+    """Loops over every position and window: h_0 = n, h_i = (h_{i-1} * 1000003 + a_i) % buckets."""
+    n, steps = ids.shape
+    out = numpy.zeros((n, steps, sum(orders)), dtype=numpy.int64)
+    for row, t in numpy.ndindex(n, steps):
+        column = 0
+        for order in orders:
+            for start in range(t - order + 1, t + 1):
+                h = order
+                for position in range(start, start + order):
+                    h = (h * 1000003 + (int(ids[row, position]) if 0 <= position < steps else 0)) % buckets
+                out[row, t, column] = h
+                column += 1
+    return out
+
+
 def sequence_mask_reference(lengths, maxlen):
     out = numpy.zeros(lengths.shape + (maxlen,), dtype=bool)
     for index in numpy.ndindex(*lengths.shape):
@@ -69,6 +85,8 @@ def _rejects_bad_input(outs, arrays):
                  ("embedding: padding_idx", lambda: F.embedding(Tensor(numpy.array([1])), weight, padding_idx=5)),
                  ("one_hot: id 3 is out of range for num_classes 3", lambda: F.one_hot(Tensor(numpy.array([3])), 3)),
                  ("sequence_mask", lambda: F.sequence_mask(Tensor(numpy.zeros(3)))),
+                 ("hashed_ngrams: ids must be", lambda: F.hashed_ngrams(Tensor(numpy.zeros((2, 3))), (2,), 5)),
+                 ("hashed_ngrams: orders", lambda: F.hashed_ngrams(Tensor(numpy.zeros((2, 3), int)), (0,), 5)),
                  ("dropout", lambda: F.dropout(Tensor(numpy.zeros(3)), 1.5)),
                  ("dropout", lambda: F.dropout(Tensor(numpy.zeros(3)), 0.5, mode="scale"))]
     for message, call in bad_calls:
@@ -91,6 +109,11 @@ SPECS = [
     OpSpec("embedding", lambda ids, w: F.embedding(ids, w, padding_idx=2),
            lambda rng: [numpy.array([[2, 0, 1], [1, 2, 3]]), rng.uniform(-1, 1, (4, 3))],
            embedding_reference, grad=False, check=_check_padding_gradient),
+    OpSpec("hashed_ngrams", lambda ids: F.hashed_ngrams(ids, (2, 3), 1009),
+           lambda rng: [rng.integers(0, 50, (3, 6))], lambda ids: hashed_ngrams_reference(ids, (2, 3), 1009),
+           grad=False),
+    OpSpec("hashed_ngrams", lambda ids: F.hashed_ngrams(ids, (1, 4), 7), lambda rng: [rng.integers(0, 9, (2, 2))],
+           lambda ids: hashed_ngrams_reference(ids, (1, 4), 7), grad=False),
     OpSpec("one_hot", lambda ids: F.one_hot(ids, 5), lambda rng: [rng.integers(0, 5, (2, 3))],
            lambda ids: one_hot_reference(ids, 5), grad=False),
     OpSpec("sequence_mask", F.sequence_mask, lambda rng: [numpy.array([3, 0, 5, 1])],

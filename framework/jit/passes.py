@@ -1,0 +1,199 @@
+"""Graph passes over a traced :class:`~framework.jit.program.Program`, run by ``trace`` in this order:
+
+- ``remove_identities``: a copy (``Identity``) or a cast to the dtype it already
+  has reads as its input. (Dropout leaves no op to remove: a layer is traced in
+  eval mode, where dropout is the identity.)
+- ``fold_batch_norm``: an eval-mode batch norm whose input is a convolution's
+  or a linear map's output read by nothing else is folded into that op's weight
+  and bias (computed in float64, stored in the weight's dtype): one op and one
+  pass over the activations fewer. The result differs from the unfolded one by
+  rounding (within 1e-5 relative in float32).
+- ``fold_constants``: an op whose inputs are all values (parameters or
+  constants) and whose attributes do not follow the input sizes runs once, at
+  trace time; its outputs become values (a transposed weight, a CRF transition
+  plus a constraint table).
+- ``eliminate_dead_code``: ops whose outputs nothing reads, and values no op
+  reads, are dropped.
+
+Each pass takes and returns a Program; it only rewires slots, so the replay
+stays exactly the eager computation apart from ``fold_batch_norm``'s rounding.
+"""
+import numpy
+
+from .. import backend
+from ..ops.conv import ConvNd
+from ..ops.linalg import Linear
+from ..ops.math import Cast, Identity
+from ..ops.norm import BatchNorm
+from .template import Ref, Size, SliceTemplate, has_markers, ref_slots, resolve
+
+__all__ = ["optimize", "DEFAULT_PASSES", "PASSES"]
+
+
+def _rename(value, renames):
+    """A template, slot tuple or output tree with the slots in ``renames`` ({old: new}) replaced."""
+    if isinstance(value, Ref):
+        return Ref(renames.get(value.slot, value.slot))
+    if isinstance(value, tuple):
+        return tuple(_rename(v, renames) for v in value)
+    if isinstance(value, list):
+        return [_rename(v, renames) for v in value]
+    if isinstance(value, dict):
+        if set(value) == {"slot"}:
+            return {"slot": renames.get(value["slot"], value["slot"])}
+        return {k: _rename(v, renames) for k, v in value.items()}
+    return value
+
+
+def _apply_renames(program, renames):
+    for node in program.nodes:
+        node.inputs = tuple(renames.get(s, s) for s in node.inputs)
+        node.attrs = _rename(node.attrs, renames)
+    program.outputs = _rename(program.outputs, renames)
+
+
+def _readers(program):
+    """``{slot: number of nodes (and output leaves) reading it}``."""
+    counts = {}
+    for node in program.nodes:
+        for slot in set(node.inputs) | set(ref_slots(node.attrs)):
+            counts[slot] = counts.get(slot, 0) + 1
+    for slot in program.output_slots():
+        counts[slot] = counts.get(slot, 0) + 1
+    return counts
+
+
+def remove_identities(program):
+    """Drop copies and no-op casts (module docstring)."""
+    kept, renames = [], {}
+    for node in program.nodes:
+        source = node.inputs[0] if node.inputs else None
+        spec = program.slot_specs.get(source)
+        if node.cls is Identity or (node.cls is Cast and spec is not None
+                                    and numpy.dtype(node.attrs.get("dtype")) == spec[1]):
+            renames[node.outputs[0]] = renames.get(source, source)
+            continue
+        node.inputs = tuple(renames.get(s, s) for s in node.inputs)
+        node.attrs = _rename(node.attrs, renames)
+        kept.append(node)
+    program.nodes = kept
+    program.outputs = _rename(program.outputs, renames)
+    return program
+
+
+def _new_value(program, array, name):
+    slot = program.num_slots
+    program.num_slots += 1
+    program.values[slot] = array
+    program.value_names[slot] = name
+    program.slot_specs[slot] = (array.shape, array.dtype)
+    return slot
+
+
+def _folded_weights(producer, weight, bias, mean, var, gamma, beta, epsilon):
+    """The producer's (weight, bias) with the batch norm folded in, in float64 then the weight's dtype."""
+    scale = gamma.astype(numpy.float64) / numpy.sqrt(var.astype(numpy.float64) + epsilon)
+    base = numpy.zeros_like(scale) if bias is None else bias.astype(numpy.float64)
+    new_bias = (base - mean.astype(numpy.float64)) * scale + beta.astype(numpy.float64)
+    if producer is ConvNd:                                   # weight (O, C/g, *k): scale each output filter
+        new_weight = weight.astype(numpy.float64) * scale.reshape((-1,) + (1,) * (weight.ndim - 1))
+    else:                                                    # Linear weight (in, out): scale each output column
+        new_weight = weight.astype(numpy.float64) * scale
+    return new_weight.astype(weight.dtype), new_bias.astype(weight.dtype)
+
+
+def fold_batch_norm(program):
+    """Fold eval-mode batch norms into the convolution or linear map before them (module docstring)."""
+    producers = {slot: node for node in program.nodes for slot in node.outputs}
+    readers = _readers(program)
+    kept, renames = [], {}
+    for node in program.nodes:
+        fixed = node.attrs.get("fixed") if node.cls is BatchNorm else None
+        producer = producers.get(node.inputs[0]) if fixed is not None else None
+        values = program.values
+        foldable = (producer is not None and producer.cls in (ConvNd, Linear) and not producer.multi
+                    and readers.get(node.inputs[0]) == 1 and not has_markers(producer.attrs)
+                    and all(s in values for s in producer.inputs[1:] + node.inputs[1:])
+                    and all(isinstance(r, Ref) and r.slot in values for r in fixed)
+                    and (producer.cls is ConvNd or len(program.slot_specs[node.inputs[0]][0]) == 2))
+        if not foldable:
+            kept.append(node)
+            continue
+        host = {s: backend.to_device(values[s], "cpu") for s in producer.inputs[1:] + node.inputs[1:]}
+        weight = host[producer.inputs[1]]
+        bias = host[producer.inputs[2]] if len(producer.inputs) > 2 else None
+        mean, var = (backend.to_device(values[r.slot], "cpu") for r in fixed)
+        new_weight, new_bias = _folded_weights(producer.cls, weight, bias, mean, var, host[node.inputs[1]],
+                                               host[node.inputs[2]], node.attrs["epsilon"])
+        device = backend.device_of(values[producer.inputs[1]])
+        scope = producer.scope or node.scope
+        producer.inputs = (producer.inputs[0],
+                           _new_value(program, backend.to_device(new_weight, device), f"{scope}.folded_weight"),
+                           _new_value(program, backend.to_device(new_bias, device), f"{scope}.folded_bias"))
+        renames[node.outputs[0]] = producer.outputs[0]
+    program.nodes = kept
+    _apply_renames(program, renames)
+    return program
+
+
+def fold_constants(program):
+    """Run, once, every op whose inputs are all values (module docstring)."""
+    kept = []
+    for node in program.nodes:
+        reads = node.inputs + tuple(ref_slots(node.attrs))
+        if not reads or not all(s in program.values for s in reads) or _follows_sizes(node.attrs):
+            kept.append(node)
+            continue
+        arrays = [program.values[s] for s in node.inputs]
+        fn = node.cls.__new__(node.cls)
+        fn.__dict__.update(resolve(node.attrs, program.values, {}))
+        fn.xp = backend.get_array_module(arrays[0]) if arrays else numpy
+        out = fn.forward(*arrays)
+        for slot, array in zip(node.outputs, out if node.multi else (out,)):
+            program.values[slot] = fn.xp.asarray(array)
+            program.value_names[slot] = f"{node.scope}.{node.cls.__name__}" if node.scope else node.cls.__name__
+    program.nodes = kept
+    return program
+
+
+def _follows_sizes(attrs):
+    if isinstance(attrs, (Size, SliceTemplate)):
+        return True
+    if isinstance(attrs, (tuple, list)):
+        return any(_follows_sizes(v) for v in attrs)
+    if isinstance(attrs, dict):
+        return any(_follows_sizes(v) for v in attrs.values())
+    return False
+
+
+def eliminate_dead_code(program):
+    """Drop ops nothing reads and values no op reads (module docstring)."""
+    live = set(program.output_slots())
+    kept = []
+    for node in reversed(program.nodes):
+        if any(s in live for s in node.outputs):
+            kept.append(node)
+            live.update(node.inputs)
+            live.update(ref_slots(node.attrs))
+    program.nodes = kept[::-1]
+    for slot in [s for s in program.values if s not in live]:
+        del program.values[slot]
+        program.value_names.pop(slot, None)
+    return program
+
+
+PASSES = {"remove_identities": remove_identities, "fold_batch_norm": fold_batch_norm,
+          "fold_constants": fold_constants, "eliminate_dead_code": eliminate_dead_code}
+DEFAULT_PASSES = tuple(PASSES)
+
+
+def optimize(program, passes=DEFAULT_PASSES):
+    """Run the named passes (in :data:`DEFAULT_PASSES` order) on ``program``; returns it."""
+    unknown = [p for p in passes if p not in PASSES]
+    if unknown:
+        raise ValueError(f"unknown graph passes {unknown} (known: {', '.join(PASSES)})")
+    for name in DEFAULT_PASSES:
+        if name in passes:
+            program = PASSES[name](program)
+    program._plan = None
+    return program

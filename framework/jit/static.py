@@ -1,0 +1,159 @@
+"""``to_static(layer)`` (or ``@to_static`` on a ``forward``): eval-mode calls run through traced programs.
+
+A :class:`StaticLayer` wraps a layer. In training mode it calls the layer
+(autograd needs the eager ops). In eval mode, the first call with a given
+*signature* — the inputs given, their dtypes and ranks, and the size of every
+axis that is not dynamic — traces a program on that call's inputs; later calls
+of that signature replay it, whatever their dynamic sizes. A layer the trace
+refuses (a :class:`~framework.jit.TraceError`) runs eagerly for that signature,
+and ``fallbacks`` keeps the reason. Outputs are Tensors (without gradient) in
+the layer's output structure; any other attribute is the wrapped layer's.
+
+A program holds the weights it was traced with (folded batch norms are copies):
+``to``, ``astype`` and ``set_state_dict`` through the wrapper drop the programs,
+and after changing weights some other way call :meth:`StaticLayer.retrace`.
+"""
+import functools
+
+from ..nn.layer import Layer
+from ..tensor import Tensor
+from .trace import DEFAULT_PASSES, TraceError, _input_names, _is_array, trace
+
+__all__ = ["to_static", "StaticLayer"]
+
+
+def _to_tensors(tree):
+    if isinstance(tree, tuple):
+        return tuple(_to_tensors(v) for v in tree)
+    if isinstance(tree, list):
+        return [_to_tensors(v) for v in tree]
+    if isinstance(tree, dict):
+        return {k: _to_tensors(v) for k, v in tree.items()}
+    return None if tree is None else Tensor(tree)
+
+
+class StaticLayer:
+    """``layer`` run through traced programs in eval mode (module docstring).
+
+    Args:
+        layer: the :class:`framework.nn.Layer`.
+        dynamic_axes: ``{input name: {axis: symbol}}`` as :func:`~framework.jit.trace` takes it
+            (None: axis 0 of every input).
+        passes: the graph passes of each trace.
+        forward: the eager function to trace and fall back to (default: calling ``layer``).
+    """
+
+    def __init__(self, layer, dynamic_axes=None, passes=DEFAULT_PASSES, forward=None):
+        self.__dict__.update(layer=layer, dynamic_axes=dynamic_axes, passes=tuple(passes),
+                             _forward=forward or layer, _signature_of=forward or layer.forward, programs={},
+                             fallbacks={})
+
+    def _signature(self, args, kwargs):
+        """The cache key of a call, or None when an input is not an array (such a call runs eagerly)."""
+        named = _input_names(self._signature_of, dict(kwargs) if not args else tuple(args))
+        if args and kwargs:
+            named += [(name, value, False) for name, value in kwargs.items()]
+        key = []
+        for name, value, positional in named:
+            if value is None:
+                continue
+            array = value.data if isinstance(value, Tensor) else value
+            if not _is_array(array):
+                return None, None
+            axes = (self.dynamic_axes or {}).get(name, {0: "batch"} if self.dynamic_axes is None else {})
+            fixed = tuple(n if axis not in axes and axis - array.ndim not in axes else None
+                          for axis, n in enumerate(array.shape))
+            key.append((name, positional, array.dtype.str, fixed))
+        return tuple(key), named
+
+    def __call__(self, *args, **kwargs):
+        if self.layer.training:
+            return self._forward(*args, **kwargs)
+        key, named = self._signature(args, kwargs)
+        if key is None or key in self.fallbacks:
+            return self._forward(*args, **kwargs)
+        program = self.programs.get(key)
+        if program is None:
+            inputs = {name: value for name, value, _ in named if value is not None}
+            positional = [value for name, value, p in named if p and value is not None]
+            example = tuple(positional) if len(positional) == len(inputs) else inputs
+            try:
+                program = trace(self.layer, example, self._axes(inputs), self.passes, forward=self._forward)
+            except TraceError as err:
+                self.fallbacks[key] = str(err)
+                return self._forward(*args, **kwargs)
+            self.programs[key] = program
+        return _to_tensors(program(**{name: value for name, value, _ in named if value is not None}))
+
+    def _axes(self, inputs):
+        if self.dynamic_axes is None:
+            return None
+        return {name: axes for name, axes in self.dynamic_axes.items() if name in inputs}
+
+    def retrace(self):
+        """Forget every traced program (the next calls trace again, e.g. after the weights changed)."""
+        self.programs.clear()
+        self.fallbacks.clear()
+
+    # ---- the wrapped layer --------------------------------------------------------------------------------
+    def __getattr__(self, name):
+        return getattr(self.__dict__["layer"], name)
+
+    def __setattr__(self, name, value):
+        setattr(self.layer, name, value)
+
+    def eval(self):
+        self.layer.eval()
+        return self
+
+    def train(self, mode=True):
+        self.layer.train(mode)
+        return self
+
+    def to(self, *args, **kwargs):
+        self.layer.to(*args, **kwargs)
+        self.retrace()
+        return self
+
+    def astype(self, dtype):
+        self.layer.astype(dtype)
+        self.retrace()
+        return self
+
+    def set_state_dict(self, *args, **kwargs):
+        result = self.layer.set_state_dict(*args, **kwargs)
+        self.retrace()
+        return result
+
+    def __repr__(self):
+        return f"StaticLayer({self.layer!r}, {len(self.programs)} programs)"
+
+
+class _StaticForward:
+    """``@to_static`` on a Layer's ``forward``: each instance gets its own :class:`StaticLayer`."""
+
+    def __init__(self, function, dynamic_axes, passes):
+        functools.update_wrapper(self, function)
+        self.function, self.dynamic_axes, self.passes = function, dynamic_axes, passes
+
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self
+        static = instance.__dict__.get("_static_forward")
+        if static is None:
+            static = StaticLayer(instance, self.dynamic_axes, self.passes,
+                                 forward=functools.partial(self.function, instance))
+            instance.__dict__["_static_forward"] = static
+        return static
+
+
+def to_static(target=None, *, dynamic_axes=None, passes=DEFAULT_PASSES):
+    """A :class:`StaticLayer` for a layer, or, on a Layer's ``forward`` (``@to_static`` or
+    ``@to_static(dynamic_axes=...)``), a forward that runs through traced programs in eval mode."""
+    if target is None:
+        return lambda t: to_static(t, dynamic_axes=dynamic_axes, passes=passes)
+    if isinstance(target, Layer):
+        return StaticLayer(target, dynamic_axes, passes)
+    if callable(target):
+        return _StaticForward(target, dynamic_axes, passes)
+    raise TypeError(f"to_static takes a Layer or a forward function, got {type(target).__name__}")
