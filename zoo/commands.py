@@ -328,6 +328,22 @@ def benchmark(args):
     bench.run(args.name, quick=args.quick, out=args.out)
 
 
+def _serve_arguments(parser):
+    from .serving.options import add_arguments
+    add_arguments(parser)
+
+
+def serve(args):
+    """Serve zoo models over HTTP (``/v1/models/NAME:predict`` and the rest) until SIGTERM or Ctrl-C."""
+    from .serving.options import ServeOptionError, from_args
+    try:
+        options = from_args(args)
+    except ServeOptionError as err:
+        raise UsageError(str(err)) from None
+    from .serving.server import serve as run_server
+    return run_server(args.names, options)
+
+
 COMMANDS = [
     Command("list", "list the zoo's models with their test metrics", _list_arguments, list_models),
     Command("show", "print one model card (config, weights, sha256, metrics, source)", _show_arguments, show),
@@ -338,4 +354,5 @@ COMMANDS = [
     Command("reproduce", "retrain zoo models, rewrite their cards and docs/RESULTS.md", _reproduce_arguments,
             reproduce),
     Command("bench", "run a benchmark suite (JSON on stdout)", _bench_arguments, benchmark),
+    Command("serve", "serve zoo models over HTTP (batching, health, metrics)", _serve_arguments, serve),
 ]

@@ -1,0 +1,96 @@
+"""The models one server serves: loading each (off the event loop), its warm-up batch, its state and batcher.
+
+A :class:`ServedModel` is ``loading`` until its task is loaded and has
+answered one warm-up batch, then ``ready`` with a running
+:class:`~zoo.serving.batcher.Batcher`; a model that fails to load is
+``failed`` (its one-line reason kept) and the others serve on.
+"""
+import inspect
+import logging
+import os
+import tempfile
+
+from framework.errors import UserError
+
+from ..api import load
+from ..catalog import card
+from .batcher import Batcher
+from .instances import instance_length, kind_of
+
+__all__ = ["ServedModel", "load_task", "warmup_inputs"]
+
+log = logging.getLogger("oar.serve")
+WARMUP_TEXTS = ["今天天气很好，我们去公园散步。", "这家店的服务很好"]
+
+
+def load_task(name, options):
+    """``zoo.load(name, device=…)``, with ``runtime=`` passed when the runtime is not the default and the
+    zoo's ``load`` takes it (a ``UserError`` otherwise)."""
+    keywords = {"device": options.device}
+    if options.runtime != "oar":
+        if "runtime" not in inspect.signature(load).parameters:
+            raise UserError(f"--runtime {options.runtime}: this zoo loads models on the oar runtime only")
+        keywords["runtime"] = options.runtime
+    return load(name, **keywords)
+
+
+def warmup_inputs(task_name, kind, folder):
+    """One small batch of real inputs for a model of ``task_name`` (files are written into ``folder``)."""
+    if kind == "text":
+        return list(WARMUP_TEXTS)
+    if kind == "pair":
+        return [WARMUP_TEXTS]
+    import numpy
+    frames = numpy.random.default_rng(0).integers(0, 256, (16, 64, 64, 3), dtype=numpy.uint8)
+    if task_name == "video":
+        from video.data.encode import write_video
+        path = os.path.join(folder, "warmup.mp4")
+        write_video(path, frames, fps=8)
+        return [path]
+    import cv2
+    path = os.path.join(folder, "warmup.png")
+    cv2.imwrite(path, frames[0])
+    return [path]
+
+
+class ServedModel:
+    """One served zoo model: ``name``, ``task`` (the task's name), ``version`` (the weights' sha256, None
+    for a model its card loads from elsewhere), ``kind`` of instance, ``state`` and, once ready, ``batcher``."""
+
+    def __init__(self, name, options, metrics):
+        entry = card(name)
+        self.name, self.task, self.options, self.metrics = name, entry["task"], options, metrics
+        self.version = (entry.get("weights") or {}).get("sha256")
+        self.kind = kind_of(self.task)
+        self.state, self.reason, self.batcher = "loading", None, None
+
+    def load(self):
+        """Load the task, run one warm-up batch and start the batcher; on failure the state is ``failed``."""
+        try:
+            task = load_task(self.name, self.options)
+            with tempfile.TemporaryDirectory() as folder:
+                task.predict(warmup_inputs(self.task, self.kind, folder))
+        except Exception as err:                # noqa: BLE001 - one model's failure leaves the others serving
+            self.state, self.reason = "failed", str(err) if isinstance(err, UserError) else repr(err)
+            log.error("model %s failed to load: %s", self.name, self.reason, exc_info=not isinstance(err, UserError))
+            return
+        self.batcher = Batcher(task.predict, self.options.max_batch_size, self.options.max_delay_ms / 1000,
+                               self.options.max_queue, length=instance_length(self.kind),
+                               on_batch=self.metrics.batch_size.labels(self.name).observe,
+                               on_depth=self.metrics.queue_depth.labels(self.name).set, name=self.name)
+        self.batcher.start()
+        self.state = "ready"
+        log.info("model %s ready", self.name)
+
+    def stop(self):
+        """Finish the queued requests and stop the batcher."""
+        if self.batcher is not None:
+            self.batcher.stop()
+
+    def describe(self):
+        """``{"name", "task", "version", "state", "ready"}`` (and ``"reason"`` when it failed to load)."""
+        info = {"name": self.name, "task": self.task, "version": self.version, "state": self.state,
+                "ready": self.state == "ready"}
+        if self.reason:
+            info["reason"] = self.reason
+        return info
