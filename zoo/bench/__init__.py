@@ -45,6 +45,7 @@ SUITES = {  # benchmark name -> module whose ``run_all(quick=False)`` measures i
     "senta": "zoo.bench.senta",
     "gpu": "zoo.bench.gpu",
     "cli": "zoo.bench.cli",
+    "serve": "zoo.bench.serve",
     "vision": "zoo.bench.vision",
     "video_data": "zoo.bench.video_data",
     "video_models": "zoo.bench.video_models",
