@@ -1,0 +1,134 @@
+"""``OnnxProgram(path)``: an exported model run in ONNX Runtime, called like the program it came from.
+
+:func:`framework.onnx.export` writes the model and, beside it, ``<path>.json``:
+the inputs (name, dtype, shape with size symbols), the opset and the output
+structure, the program's tree with ``{"output": name}`` leaves (``{"tuple":
+[...]}``, lists, ``{"dict": {...}}``). ``OnnxProgram(path)(**named_arrays)``
+checks the inputs' dtypes and ranks, runs the session and rebuilds that
+structure, so a caller of a :class:`~framework.jit.Program` can use it as is.
+Only onnxruntime is needed here (not onnx).
+"""
+import json
+import os
+
+import numpy
+
+from .. import backend
+from ..errors import InputError
+from ..tensor import Tensor
+from .errors import require
+
+__all__ = ["OnnxProgram", "name_outputs", "output_leaves", "sidecar_path"]
+
+
+def sidecar_path(path):
+    """The JSON file beside the model at ``path``."""
+    return os.fspath(path) + ".json"
+
+
+def _leaf_name(path):
+    if not path:
+        return "output"
+    head = f"output.{path[0]}" if isinstance(path[0], int) else str(path[0])
+    return ".".join([head] + [str(p) for p in path[1:]])
+
+
+def name_outputs(tree, path=()):
+    """A program's output tree with ``{"output": name}`` leaves, and ``[(name, slot)]`` in order."""
+    if tree is None:
+        return None, []
+    if isinstance(tree, list) or "tuple" in tree:
+        named, leaves = [], []
+        for i, sub in enumerate(tree if isinstance(tree, list) else tree["tuple"]):
+            n, l = name_outputs(sub, path + (i,))
+            named.append(n)
+            leaves += l
+        return (named if isinstance(tree, list) else {"tuple": named}), leaves
+    if "dict" in tree:
+        named, leaves = {}, []
+        for key, sub in tree["dict"].items():
+            named[key], l = name_outputs(sub, path + (key,))
+            leaves += l
+        return {"dict": named}, leaves
+    name = _leaf_name(path)
+    return {"output": name}, [(name, tree["slot"])]
+
+
+def output_leaves(tree, values):
+    """``[(name, array)]``: the leaves of ``values`` (a result in the structure of the named ``tree``)."""
+    if tree is None:
+        return []
+    if isinstance(tree, list) or "tuple" in tree:
+        subtrees = tree if isinstance(tree, list) else tree["tuple"]
+        return [leaf for sub, value in zip(subtrees, values) for leaf in output_leaves(sub, value)]
+    if "dict" in tree:
+        return [leaf for key, sub in tree["dict"].items() for leaf in output_leaves(sub, values[key])]
+    return [(tree["output"], values)]
+
+
+def _build(tree, arrays):
+    if tree is None:
+        return None
+    if isinstance(tree, list):
+        return [_build(sub, arrays) for sub in tree]
+    if "tuple" in tree:
+        return tuple(_build(sub, arrays) for sub in tree["tuple"])
+    if "dict" in tree:
+        return {key: _build(sub, arrays) for key, sub in tree["dict"].items()}
+    return arrays[tree["output"]]
+
+
+class OnnxProgram:
+    """An exported model in an ONNX Runtime session (module docstring).
+
+    Args:
+        path: the ``.onnx`` file written by :func:`framework.onnx.export` (its ``<path>.json`` beside it).
+        providers: ONNX Runtime execution providers (default: the CPU one).
+    """
+
+    def __init__(self, path, providers=None):
+        path = os.fspath(path)
+        with open(sidecar_path(path), encoding="utf-8") as f:
+            meta = json.load(f)
+        self._start(path, meta, providers)
+
+    @classmethod
+    def from_bytes(cls, model, meta, providers=None):
+        """An OnnxProgram of a serialized model and its sidecar dict, nothing read from disk."""
+        program = cls.__new__(cls)
+        program._start(model, meta, providers)
+        return program
+
+    def _start(self, model, meta, providers):
+        ort = require("onnxruntime")
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        self.session = ort.InferenceSession(model, options, providers=providers or ["CPUExecutionProvider"])
+        self.inputs = meta["inputs"]
+        self.outputs = meta["outputs"]
+        self._output_names = [o.name for o in self.session.get_outputs()]
+
+    def run_flat(self, *args, **kwargs):
+        """``{output name: array}`` for inputs by position (traced order) or by name."""
+        return dict(zip(self._output_names, self.session.run(self._output_names, self._feed(args, kwargs))))
+
+    def __call__(self, *args, **kwargs):
+        """Run the model -> NumPy arrays in the program's output structure."""
+        return _build(self.outputs, self.run_flat(*args, **kwargs))
+
+    def _feed(self, args, kwargs):
+        names = [spec["name"] for spec in self.inputs]
+        given = dict(zip(names, args)) | kwargs
+        missing, extra = [n for n in names if given.get(n) is None], [n for n in given if n not in names]
+        if len(args) > len(names) or missing or extra:
+            raise InputError(f"the model takes the inputs {names}; got {len(args)} by position and "
+                             f"{sorted(kwargs)} by name")
+        feed = {}
+        for spec in self.inputs:
+            value = given[spec["name"]]
+            array = numpy.asarray(backend.to_device(value.data if isinstance(value, Tensor) else value, "cpu"))
+            if array.dtype != numpy.dtype(spec["dtype"]) or array.ndim != len(spec["shape"]):
+                raise InputError(f"model input {spec['name']!r} is {array.shape} {array.dtype}; the model takes "
+                                 f"{tuple(spec['shape'])} {numpy.dtype(spec['dtype'])}")
+            feed[spec["name"]] = array
+        return feed
