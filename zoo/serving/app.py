@@ -23,6 +23,7 @@ import tempfile
 import threading
 import time
 
+from threadpoolctl import threadpool_limits
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse, Response
@@ -47,19 +48,22 @@ class Server:
     def __init__(self, names, options):
         self.options, self.metrics = options, ServingMetrics()
         self.models = {name: ServedModel(name, options, self.metrics) for name in dict.fromkeys(names)}
-        self.scratch = None
+        self.scratch = self._blas = None
 
     def start(self):
-        """Make the scratch folder and load the models on a thread of their own, one after the other."""
+        """Limit BLAS to ``blas_threads``, make the scratch folder and load the models on a thread of their own,
+        one after the other."""
+        self._blas = threadpool_limits(self.options.blas_threads, user_api="blas")
         self.scratch = tempfile.mkdtemp(prefix="oar-serve-")
         threading.Thread(target=lambda: [model.load() for model in self.models.values()], name="model-loader",
                          daemon=True).start()
 
     def stop(self):
-        """Finish every queued request, then remove the scratch folder."""
+        """Finish every queued request, remove the scratch folder and restore the BLAS threads."""
         for model in self.models.values():
             model.stop()
         shutil.rmtree(self.scratch, ignore_errors=True)
+        self._blas.restore_original_limits()
 
     def model(self, name):
         """The served model ``name``; a 404 that lists the served names."""
