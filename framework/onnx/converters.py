@@ -204,7 +204,7 @@ def sequence_mask(g, node, inputs):
     """mask[..., j] = j < lengths[...], j in range(maxlen or max(lengths))."""
     lengths = g.cast(inputs[0], numpy.int64)
     maxlen = node.attrs["maxlen"]
-    stop = (g.const(numpy.int64(maxlen)) if maxlen is not None
+    stop = (g.squeeze(g.shape([maxlen]), [0]) if maxlen is not None
             else g.op("ReduceMax", [lengths], keepdims=0))
     positions = g.op("Range", [g.const(numpy.int64(0)), stop, g.const(numpy.int64(1))])
     mask = g.op("Less", [positions, g.unsqueeze(lengths, [-1])])

@@ -87,8 +87,10 @@ class Recurrent(nn.Layer):
     def forward(self, x, lengths):                                        # (N, T, 3), (N,)
         out, (h, c) = self.lstm(x, lengths)
         g, last = self.gru(x, lengths)
-        mask = F.sequence_mask(lengths, dtype="float32")
-        return {"lstm": out, "h": h, "c": c, "gru": g, "gru_last": last, "mask": mask}
+        mask = F.sequence_mask(lengths, dtype="float32")                 # (N, max(lengths))
+        padded = F.sequence_mask(lengths, maxlen=x.shape[1] + 1)          # (N, T + 1): a size-following maxlen
+        return {"lstm": out, "h": h, "c": c, "gru": g, "gru_last": last, "mask": mask,
+                "padded": framework.cast(padded, "int64")}
 
 
 CASES = {"elementwise": (Elementwise, (4, 5)), "reductions": (Reductions, (4, 5)), "shapes": (Shapes, (4, 6)),
