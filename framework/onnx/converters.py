@@ -26,11 +26,6 @@ _UNARY = {Neg: "Neg", Exp: "Exp", Log: "Log", Sqrt: "Sqrt", Abs: "Abs", ReLU: "R
 _BINARY = {Add: "Add", Subtract: "Sub", Multiply: "Mul", Pow: "Pow", Maximum: "Max", Minimum: "Min"}
 
 
-def _scalar(g, node, value):
-    """A 0-D constant of the dtype of the node's first input."""
-    return g.const(numpy.asarray(value, dtype=g.dtype(node.inputs[0])))
-
-
 # ---- elementwise ----------------------------------------------------------------------------------------------
 @converts(*_UNARY)
 def unary(g, node, inputs):
@@ -52,12 +47,12 @@ def divide(g, node, inputs):
 
 @converts(PowScalar)
 def pow_scalar(g, node, inputs):
-    return g.op("Pow", [inputs[0], _scalar(g, node, node.attrs["exponent"])])
+    return g.op("Pow", [inputs[0], g.scalar_like(node, node.attrs["exponent"])])
 
 
 @converts(Clip)
 def clip(g, node, inputs):
-    bounds = [("" if node.attrs[k] is None else _scalar(g, node, node.attrs[k])) for k in ("lo", "hi")]
+    bounds = [("" if node.attrs[k] is None else g.scalar_like(node, node.attrs[k])) for k in ("lo", "hi")]
     return g.op("Clip", inputs + bounds)
 
 
@@ -88,12 +83,12 @@ def gelu(g, node, inputs):
     x = inputs[0]
     if node.attrs["approximate"]:
         cube = g.op("Mul", [g.op("Mul", [x, x]), x])
-        inner = g.op("Mul", [g.op("Add", [x, g.op("Mul", [cube, _scalar(g, node, GELU._K)])]),
-                             _scalar(g, node, GELU._C)])
+        inner = g.op("Mul", [g.op("Add", [x, g.op("Mul", [cube, g.scalar_like(node, GELU._K)])]),
+                             g.scalar_like(node, GELU._C)])
         gate = g.op("Tanh", [inner])
     else:
-        gate = g.op("Erf", [g.op("Mul", [x, _scalar(g, node, 1 / math.sqrt(2))])])
-    half_gate = g.op("Mul", [g.op("Add", [gate, _scalar(g, node, 1.0)]), _scalar(g, node, 0.5)])
+        gate = g.op("Erf", [g.op("Mul", [x, g.scalar_like(node, 1 / math.sqrt(2))])])
+    half_gate = g.op("Mul", [g.op("Add", [gate, g.scalar_like(node, 1.0)]), g.scalar_like(node, 0.5)])
     return g.op("Mul", [x, half_gate])
 
 
@@ -101,9 +96,9 @@ def gelu(g, node, inputs):
 def softplus(g, node, inputs):
     """x where beta * x > threshold, else log(1 + exp(beta * x)) / beta."""
     x = inputs[0]
-    z = g.op("Mul", [x, _scalar(g, node, node.attrs["beta"])])
-    smooth = g.op("Div", [g.op("Softplus", [z]), _scalar(g, node, node.attrs["beta"])])
-    return g.op("Where", [g.op("Greater", [z, _scalar(g, node, node.attrs["threshold"])]), x, smooth])
+    z = g.op("Mul", [x, g.scalar_like(node, node.attrs["beta"])])
+    smooth = g.op("Div", [g.op("Softplus", [z]), g.scalar_like(node, node.attrs["beta"])])
+    return g.op("Where", [g.op("Greater", [z, g.scalar_like(node, node.attrs["threshold"])]), x, smooth])
 
 
 @converts(SiLU)
@@ -117,32 +112,25 @@ def softmax(g, node, inputs):
 
 
 # ---- reductions -------------------------------------------------------------------------------------------------
-def _reduce(g, op_type, x, axes, keepdim):
-    """An opset-17 reduction over ``axes`` (ReduceSum takes them as an input, the others as an attribute)."""
-    if op_type == "ReduceSum":
-        return g.op(op_type, [x, g.ints(axes)], keepdims=int(keepdim))
-    return g.op(op_type, [x], axes=list(axes), keepdims=int(keepdim))
-
-
 @converts(Sum, Mean, LogSumExp)
 def reduce(g, node, inputs):
     op_type = {Sum: "ReduceSum", Mean: "ReduceMean", LogSumExp: "ReduceLogSumExp"}[node.cls]
-    return _reduce(g, op_type, inputs[0], node.attrs["axes"], node.attrs["keepdim"])
+    return g.reduce(op_type, inputs[0], node.attrs["axes"], node.attrs["keepdim"])
 
 
 @converts(Extremum)
 def extremum(g, node, inputs):
     op_type = "ReduceMax" if node.attrs["largest"] else "ReduceMin"
-    return _reduce(g, op_type, inputs[0], node.attrs["axes"], node.attrs["keepdim"])
+    return g.reduce(op_type, inputs[0], node.attrs["axes"], node.attrs["keepdim"])
 
 
 @converts(Var)
 def var(g, node, inputs):
     """sum((x - mean)^2) / divisor."""
     x, axes = inputs[0], node.attrs["axes"]
-    centred = g.op("Sub", [x, _reduce(g, "ReduceMean", x, axes, True)])
-    total = _reduce(g, "ReduceSum", g.op("Mul", [centred, centred]), axes, node.attrs["keepdim"])
-    return g.op("Div", [total, _scalar(g, node, node.attrs["divisor"])])
+    centred = g.op("Sub", [x, g.reduce("ReduceMean", x, axes, True)])
+    total = g.reduce("ReduceSum", g.op("Mul", [centred, centred]), axes, node.attrs["keepdim"])
+    return g.op("Div", [total, g.scalar_like(node, node.attrs["divisor"])])
 
 
 # ---- products and lookups ---------------------------------------------------------------------------------------
@@ -267,7 +255,7 @@ def pad(g, node, inputs):
         raise UnsupportedOpError(f"pad mode {mode!r} has no opset-17 equivalent")
     widths = node.attrs["widths"]
     pads = g.shape([before for before, _ in widths] + [after for _, after in widths])
-    value = [_scalar(g, node, node.attrs["value"])] if mode == "constant" else []
+    value = [g.scalar_like(node, node.attrs["value"])] if mode == "constant" else []
     return g.op("Pad", [inputs[0], pads] + value, mode=modes[mode])
 
 

@@ -154,6 +154,16 @@ class Graph:
                                            **attributes))
         return names[0] if outputs == 1 else names
 
+    def scalar_like(self, node, value):
+        """A 0-D constant ``value`` of the dtype of ``node``'s first input."""
+        return self.const(numpy.asarray(value, dtype=self.dtype(node.inputs[0])))
+
+    def reduce(self, op_type, name, axes, keepdim):
+        """An opset-17 reduction over ``axes`` (ReduceSum takes them as an input, the others as an attribute)."""
+        if op_type == "ReduceSum":
+            return self.op(op_type, [name, self.ints(axes)], keepdims=int(keepdim))
+        return self.op(op_type, [name], axes=[int(a) for a in axes], keepdims=int(keepdim))
+
     def cast(self, name, dtype):
         """``name`` cast to the NumPy ``dtype``."""
         return self.op("Cast", [name], to=onnx_dtype(dtype))

@@ -8,7 +8,6 @@ from ..ops.norm import BatchNorm, LpNormalize, Normalize
 from ..ops.pooling import AdaptiveAvgPoolNd, PoolNd
 from ..ops.temporal import TemporalShift
 from ..kernels.temporal_shift import shift_folds
-from .converters import _reduce, _scalar
 from .errors import UnsupportedOpError
 from .graph import converts
 
@@ -48,7 +47,7 @@ def adaptive_avg_pool(g, node, inputs):
     weights = [g.constant(w, "adaptive pool weights") for w in node.attrs["weights"]]
     x, rank = inputs[0], g.rank(node.inputs[0])
     if all(w.shape[0] == 1 for w in weights):
-        return _reduce(g, "ReduceMean", x, range(2, rank), True)
+        return g.reduce("ReduceMean", x, range(2, rank), True)
     dtype = g.dtype(node.inputs[0])
     for axis, w in enumerate(weights, start=2):
         perm = list(range(rank))
@@ -74,10 +73,10 @@ def normalize(g, node, inputs):
     x, w, b = inputs
     a = node.attrs
     view = g.op("Reshape", [x, g.shape(a["view"])])
-    mean = _reduce(g, "ReduceMean", view, a["axes"], True)
+    mean = g.reduce("ReduceMean", view, a["axes"], True)
     centred = g.op("Sub", [view, mean])
-    variance = _reduce(g, "ReduceMean", g.op("Mul", [centred, centred]), a["axes"], True)
-    std = g.op("Sqrt", [g.op("Add", [variance, _scalar(g, node, a["epsilon"])])])
+    variance = g.reduce("ReduceMean", g.op("Mul", [centred, centred]), a["axes"], True)
+    std = g.op("Sqrt", [g.op("Add", [variance, g.scalar_like(node, a["epsilon"])])])
     xhat = g.op("Reshape", [g.op("Div", [centred, std]), g.op("Shape", [x])])
     scale, shift = (g.op("Reshape", [p, g.shape(a["param_shape"])]) for p in (w, b))
     return g.op("Add", [g.op("Mul", [xhat, scale]), shift])
@@ -87,9 +86,9 @@ def normalize(g, node, inputs):
 def lp_normalize(g, node, inputs):
     """x / max(||x||_p, epsilon) along ``axis``."""
     x, a = inputs[0], node.attrs
-    powered = g.op("Pow", [g.op("Abs", [x]), _scalar(g, node, a["p"])])
-    norm = g.op("Pow", [_reduce(g, "ReduceSum", powered, [a["axis"]], True), _scalar(g, node, 1 / a["p"])])
-    return g.op("Div", [x, g.op("Max", [norm, _scalar(g, node, a["epsilon"])])])
+    powered = g.op("Pow", [g.op("Abs", [x]), g.scalar_like(node, a["p"])])
+    norm = g.op("Pow", [g.reduce("ReduceSum", powered, [a["axis"]], True), g.scalar_like(node, 1 / a["p"])])
+    return g.op("Div", [x, g.op("Max", [norm, g.scalar_like(node, a["epsilon"])])])
 
 
 @converts(TemporalShift)
@@ -102,7 +101,7 @@ def temporal_shift(g, node, inputs):
     c1, c2 = shift_folds(channels, node.attrs["shift_ratio"])
     rest = g.slice(g.op("Shape", [x]), [1], [rank], [0])
     clips = g.op("Reshape", [x, g.op("Concat", [g.ints([-1, segments]), rest], axis=0)])
-    zero = _scalar(g, node, 0)
+    zero = g.scalar_like(node, 0)
 
     def shifted(lo, hi, later):
         """Channels [lo, hi) taken from frame t+1 (``later``) or t-1, zero-padded in time."""
