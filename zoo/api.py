@@ -7,6 +7,7 @@ dicts (LAC: ``{"words", "tags"}``; sentiment: ``{"label", "score"}``; matching:
 import importlib
 import os
 
+from framework import jit
 from framework.config import load_config
 from framework.engine import runner
 from framework.fetch import FetchError, sha256_of
@@ -120,8 +121,13 @@ def _card_overrides(entry):
     return resolved
 
 
-def load(name, device="cpu"):
-    """A ready Task for the zoo model ``name`` (weights checked against the card's sha256)."""
+def load(name, device="cpu", static=True):
+    """A ready Task for the zoo model ``name`` (weights checked against the card's sha256).
+
+    ``static`` (default) runs the model through programs traced on first use
+    (:func:`framework.jit.to_static` with the task's ``dynamic_axes``), which give
+    the eager model's outputs; ``static=False`` keeps the eager model.
+    """
     register_everything()
     entry = card(name)
     if "loader" in entry:
@@ -134,6 +140,8 @@ def load(name, device="cpu"):
     if device and device != "cpu":
         task.model.to(device)
     task.model.eval()
+    if static:
+        task.model = jit.to_static(task.model, dynamic_axes=task.dynamic_axes)
     task.device = device
     task.card = entry
     return task

@@ -81,10 +81,16 @@ class Task:
       for raw user inputs (used by ``predict_raw`` and the zoo).
     - ``save_assets(directory) -> dict`` the files the task depends on, written
       into a run directory (default: none).
+
+    ``dynamic_axes`` (``{model input name: {axis: symbol}}``, as
+    :func:`framework.jit.trace` takes it) names the axes of the model's inputs
+    whose size changes from batch to batch, so one traced program serves them
+    all; None means axis 0 of every input.
     """
 
     model = None
     device = None
+    dynamic_axes = None
 
     def loss(self, batch):
         raise NotImplementedError

@@ -34,10 +34,8 @@ def _rename(value, renames):
     """A template, slot tuple or output tree with the slots in ``renames`` ({old: new}) replaced."""
     if isinstance(value, Ref):
         return Ref(renames.get(value.slot, value.slot))
-    if isinstance(value, tuple):
-        return tuple(_rename(v, renames) for v in value)
-    if isinstance(value, list):
-        return [_rename(v, renames) for v in value]
+    if isinstance(value, (tuple, list)):                     # a SliceTemplate stays one
+        return type(value)(_rename(v, renames) for v in value)
     if isinstance(value, dict):
         if set(value) == {"slot"}:
             return {"slot": renames.get(value["slot"], value["slot"])}

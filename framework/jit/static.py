@@ -17,7 +17,7 @@ import functools
 
 from ..nn.layer import Layer
 from ..tensor import Tensor
-from .trace import DEFAULT_PASSES, TraceError, _input_names, _is_array, trace
+from .trace import DEFAULT_PASSES, TraceError, _input_names, _is_array, input_leaves, trace
 
 __all__ = ["to_static", "StaticLayer"]
 
@@ -49,41 +49,43 @@ class StaticLayer:
                              fallbacks={})
 
     def _signature(self, args, kwargs):
-        """The cache key of a call, or None when an input is not an array (such a call runs eagerly)."""
-        named = _input_names(self._signature_of, dict(kwargs) if not args else tuple(args))
-        if args and kwargs:
-            named += [(name, value, False) for name, value in kwargs.items()]
-        key = []
-        for name, value, positional in named:
-            if value is None:
-                continue
+        """The cache key of a call and its named inputs and input arrays (``name`` or ``name.i`` for a list
+        input), or None keys when an input is not an array (such a call runs eagerly)."""
+        named = _input_names(self._signature_of, tuple(args)) if args else []
+        named += [(name, value, False) for name, value in kwargs.items()]
+        named = [entry for entry in named if entry[1] is not None]
+        leaves, groups = input_leaves(named)
+        key = [tuple(groups)]
+        for name, value in leaves:
             array = value.data if isinstance(value, Tensor) else value
             if not _is_array(array):
-                return None, None
-            axes = (self.dynamic_axes or {}).get(name, {0: "batch"} if self.dynamic_axes is None else {})
-            fixed = tuple(n if axis not in axes and axis - array.ndim not in axes else None
-                          for axis, n in enumerate(array.shape))
-            key.append((name, positional, array.dtype.str, fixed))
-        return tuple(key), named
+                return None, None, None
+            axes = self._axes_of(name)
+            key.append((name, array.dtype.str, tuple(None if axis in axes or axis - array.ndim in axes else n
+                                                     for axis, n in enumerate(array.shape))))
+        return tuple(key), named, leaves
+
+    def _axes_of(self, name):
+        if self.dynamic_axes is None:
+            return {0: "batch"}
+        return self.dynamic_axes.get(name, self.dynamic_axes.get(name.rpartition(".")[0], {}))
 
     def __call__(self, *args, **kwargs):
         if self.layer.training:
             return self._forward(*args, **kwargs)
-        key, named = self._signature(args, kwargs)
+        key, named, leaves = self._signature(args, kwargs)
         if key is None or key in self.fallbacks:
             return self._forward(*args, **kwargs)
         program = self.programs.get(key)
         if program is None:
-            inputs = {name: value for name, value, _ in named if value is not None}
-            positional = [value for name, value, p in named if p and value is not None]
-            example = tuple(positional) if len(positional) == len(inputs) else inputs
+            example = {name: value for name, value, _ in named}
             try:
-                program = trace(self.layer, example, self._axes(inputs), self.passes, forward=self._forward)
+                program = trace(self.layer, example, self._axes(example), self.passes, forward=self._forward)
             except TraceError as err:
                 self.fallbacks[key] = str(err)
                 return self._forward(*args, **kwargs)
             self.programs[key] = program
-        return _to_tensors(program(**{name: value for name, value, _ in named if value is not None}))
+        return _to_tensors(program(**dict(leaves)))
 
     def _axes(self, inputs):
         if self.dynamic_axes is None:

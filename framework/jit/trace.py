@@ -146,9 +146,11 @@ def _array_of(name, value):
 
 def _check_axes(inputs, dynamic_axes):
     """``{name: {axis: symbol}}`` checked against the inputs, and ``{symbol: example size}``."""
-    names = {name for name, _ in inputs}
+    names = {name for name, _ in inputs} | {name.rpartition(".")[0] for name, _ in inputs if "." in name}
     if dynamic_axes is None:
         dynamic_axes = {name: {0: "batch"} for name, array in inputs if array.ndim}
+    dynamic_axes = {name: dynamic_axes.get(name, dynamic_axes.get(name.rpartition(".")[0], {}))
+                    for name, _ in inputs} | {k: v for k, v in dynamic_axes.items() if k not in names}
     unknown = set(dynamic_axes) - names
     if unknown:
         raise TraceError(f"dynamic_axes names {sorted(unknown)}, which are not inputs (inputs: {sorted(names)})")
@@ -174,11 +176,30 @@ def _grown(array, axes, sizes):
     return array
 
 
-def _record(layer, forward, inputs, positional):
-    tensors = [Tensor(array) for _, array in inputs]
-    recorder = _Recorder(layer, [(name, tensor) for (name, _), tensor in zip(inputs, tensors)])
-    args = [t for t, p in zip(tensors, positional) if p]
-    kwargs = {name: t for (name, _), t, p in zip(inputs, tensors, positional) if not p}
+def input_leaves(named):
+    """The arrays of ``[(name, value, positional)]`` inputs, a list input giving ``name.0``, ``name.1`` …:
+    ``([(leaf name, value)], [(name, positional, list length or None)])``."""
+    leaves, groups = [], []
+    for name, value, positional in named:
+        if isinstance(value, (list, tuple)):
+            groups.append((name, positional, len(value)))
+            leaves += [(f"{name}.{i}", v) for i, v in enumerate(value)]
+        else:
+            groups.append((name, positional, None))
+            leaves.append((name, value))
+    return leaves, groups
+
+
+def _record(layer, forward, inputs, groups):
+    tensors = iter([Tensor(array) for _, array in inputs])
+    recorder = _Recorder(layer, [(name, Tensor(array)) for name, array in inputs])
+    args, kwargs = [], {}
+    for name, positional, count in groups:
+        value = next(tensors) if count is None else [next(tensors) for _ in range(count)]
+        if positional:
+            args.append(value)
+        else:
+            kwargs[name] = value
     with no_grad(), observe_ops(recorder.op), observe_layer_calls(recorder.layer_call):
         out = forward(*args, **kwargs)
     recorder.outputs = recorder.tree(out)
@@ -306,8 +327,10 @@ def trace(layer, example_inputs, dynamic_axes=None, passes=DEFAULT_PASSES, forwa
 
     Args:
         layer: a :class:`framework.nn.Layer` (run in eval mode, without autograd; its mode is restored).
-        example_inputs: a Tensor or array, a tuple of them (passed by position) or a dict (by keyword).
-        dynamic_axes: ``{input name: {axis: symbol}}``; None makes axis 0 of every input ``"batch"``.
+        example_inputs: a Tensor or array, a tuple of them (passed by position) or a dict (by keyword); an
+            input may be a list of arrays (the program's inputs ``name.0``, ``name.1`` …).
+        dynamic_axes: ``{input name: {axis: symbol}}``; None makes axis 0 of every input ``"batch"``. The axes
+            of a list input apply to each of its arrays.
             An axis named here may take any size >= 1 in a call; every other axis keeps its example size.
         passes: the graph passes to run (:data:`DEFAULT_PASSES`; ``()`` for none).
         forward: the function to record (default: calling ``layer``), e.g. the undecorated ``forward`` of a
@@ -319,11 +342,9 @@ def trace(layer, example_inputs, dynamic_axes=None, passes=DEFAULT_PASSES, forwa
         TraceError naming the op and layer where the layer cannot be recorded.
     """
     forward = forward or layer
-    named = [(name, _array_of(name, value), positional)
-             for name, value, positional in _input_names(forward if forward is not layer else layer.forward,
-                                                          example_inputs)]
-    inputs = [(name, array) for name, array, _ in named]
-    positional = [p for _, _, p in named]
+    leaves, groups = input_leaves(_input_names(forward if forward is not layer else layer.forward,
+                                               example_inputs))
+    inputs = [(name, _array_of(name, value)) for name, value in leaves]
     axes, example_sizes = _check_axes(inputs, dynamic_axes)
     symbols = list(example_sizes)
     plan = [example_sizes] + [{**example_sizes, s: example_sizes[s] + 1} for s in symbols]
@@ -333,7 +354,7 @@ def trace(layer, example_inputs, dynamic_axes=None, passes=DEFAULT_PASSES, forwa
     layer.eval()
     try:
         recordings = [_record(layer, forward, [(name, _grown(array, axes[name], sizes)) for name, array in inputs],
-                              positional) for sizes in plan]
+                              groups) for sizes in plan]
     finally:
         layer.train(was_training)
     nodes = _merge(recordings, plan, symbols)

@@ -94,10 +94,10 @@ class HashedNgrams(Function):
         edge = max(self.orders) - 1
         padded = xp.zeros((n, steps + 2 * edge), dtype=xp.int64)
         padded[:, edge:edge + steps] = ids
-        out = xp.empty((n, steps, sum(self.orders)), dtype=xp.int64)
+        out = xp.empty((n, steps, len(self.orders) if self.ending else sum(self.orders)), dtype=xp.int64)
         column = 0
         for order in self.orders:
-            for first in range(edge - order + 1, edge + 1):          # window start, relative to position t
+            for first in range(edge - order + 1, edge - order + 2 if self.ending else edge + 1):  # window start
                 h = xp.full((n, steps), order, dtype=xp.int64)
                 for i in range(order):
                     h *= 1000003
@@ -111,21 +111,22 @@ class HashedNgrams(Function):
         return None
 
 
-def hashed_ngrams(ids, orders, buckets):
-    """Hashed ids of the n-grams containing each position.
+def hashed_ngrams(ids, orders, buckets, ending=False):
+    """Hashed ids of the n-grams containing each position (with ``ending``: only the one ending there).
 
     For each order n in ``orders`` the windows are ids[t-n+1 .. t], ..., ids[t .. t+n-1],
-    in that order; id 0 stands past both edges. A window (a_1, ..., a_n) hashes to h_n with
-    h_0 = n and h_i = (h_{i-1} * 1000003 + a_i) % buckets.
+    in that order (with ``ending`` only the first); id 0 stands past both edges. A window
+    (a_1, ..., a_n) hashes to h_n with h_0 = n and h_i = (h_{i-1} * 1000003 + a_i) % buckets.
 
-    Shapes: ids (N, T) integer -> (N, T, sum(orders)) int64 in [0, buckets).
+    Shapes: ids (N, T) integer -> (N, T, sum(orders)) int64 in [0, buckets), or (N, T, len(orders))
+    with ``ending``.
     """
     if ids.ndim != 2 or ids.dtype.kind not in "iu":
         raise OpError(f"hashed_ngrams: ids must be (N, T) integers, got {ids.shape} {ids.dtype}")
     orders = tuple(int(o) for o in orders)
     if not orders or min(orders) < 1 or int(buckets) < 1:
         raise OpError(f"hashed_ngrams: orders must be >= 1 and buckets >= 1, got {orders} and {buckets}")
-    return HashedNgrams.apply(ids, orders=orders, buckets=int(buckets))
+    return HashedNgrams.apply(ids, orders=orders, buckets=int(buckets), ending=bool(ending))
 
 
 def embedding(x, weight, padding_idx=None):
@@ -152,6 +153,17 @@ def one_hot(x, num_classes):
     return Tensor((x.data[..., None] == xp.arange(num_classes)).astype(numpy.float32))
 
 
+class SequenceMask(Function):
+    """mask[..., j] = j < lengths[...]; attributes ``maxlen`` (None: max(lengths)) and ``dtype``."""
+
+    def forward(self, lengths):
+        maxlen = self.maxlen if self.maxlen is not None else (int(lengths.max()) if lengths.size else 0)
+        return (self.xp.arange(maxlen) < lengths[..., None]).astype(self.dtype)
+
+    def backward(self, gy):
+        return None
+
+
 def sequence_mask(lengths, maxlen=None, dtype="bool"):
     """mask[..., j] = j < lengths[...] (not differentiable).
 
@@ -159,7 +171,4 @@ def sequence_mask(lengths, maxlen=None, dtype="bool"):
     """
     if lengths.dtype.kind not in "iu":
         raise OpError(f"sequence_mask: lengths must be integers, got {lengths.dtype} of shape {lengths.shape}")
-    xp = backend.get_array_module(lengths.data)
-    if maxlen is None:
-        maxlen = int(lengths.data.max()) if lengths.size else 0
-    return Tensor((xp.arange(maxlen) < lengths.data[..., None]).astype(dtype))
+    return SequenceMask.apply(lengths, maxlen=None if maxlen is None else int(maxlen), dtype=numpy.dtype(dtype))

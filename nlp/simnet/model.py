@@ -82,15 +82,14 @@ class _SimNet(nn.Layer):
         encoder runs once (the same result as :meth:`encode` on each side, faster)."""
         width = max(ids.shape[1] for ids, _ in sides)
         xp = framework.backend.get_array_module(sides[0][0].data)
-        stacked = xp.zeros((sum(ids.shape[0] for ids, _ in sides), width), dtype=sides[0][0].dtype)
-        start = 0
-        for ids, _ in sides:
-            stacked[start:start + ids.shape[0], :ids.shape[1]] = ids.data
-            start += ids.shape[0]
-        lengths = xp.concatenate([lengths.data if lengths is not None else
-                                  xp.full(ids.shape[0], ids.shape[1], dtype=numpy.int64) for ids, lengths in sides])
         device = sides[0][0].device
-        vectors = self.encode(framework.to_tensor(stacked, device=device), framework.to_tensor(lengths, device=device))
+        stacked = framework.concat([ids if ids.shape[1] == width else framework.pad(ids, [0, width - ids.shape[1]])
+                                    for ids, _ in sides], axis=0)
+        lengths = framework.concat([framework.to_tensor(xp.full(ids.shape[0], ids.shape[1], dtype=numpy.int64),
+                                                        device=device) if lengths is None else
+                                    lengths if isinstance(lengths, framework.Tensor) else framework.to_tensor(lengths)
+                                    for ids, lengths in sides])
+        vectors = self.encode(stacked, lengths)
         bounds = numpy.cumsum([0] + [ids.shape[0] for ids, _ in sides]).tolist()
         return [vectors[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 

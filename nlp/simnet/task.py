@@ -73,18 +73,21 @@ class MatchingCollator(TokenEncoder):
     (empty, or only spaces) becomes one unknown token, so every length is >= 1.
 
     Pairs ``{"text_a", "text_b"}`` (+ ``"label"``, ``"neg_type"``, ``"query_id"``
-    when present) -> ``a_ids`` (N, La), ``a_lengths`` (N,), ``b_ids``, ``b_lengths``
+    when present) -> ``a_ids`` (N, L), ``a_lengths`` (N,), ``b_ids`` (N, L), ``b_lengths`` (every side
+    padded to the batch's longest text, as the model stacks the sides to encode them at once)
     (+ ``label`` (N,) int64, ``neg_type`` list of N str, ``query_id`` (N,) int64).
     Triples ``{"query", "pos", "neg"}`` -> ``q_*``, ``p_*``, ``n_*`` ids and lengths.
     """
 
     def __call__(self, samples):
         sides = _TRIPLE_SIDES if "pos" in samples[0] else _PAIR_SIDES
+        encoded = [self.encode([s[key] for s in samples]) for _, key in sides]
+        ids, lengths = pad_sequences([i for side in encoded for i in side], pad_value=Vocab.PAD_ID,
+                                     dtype=numpy.int64)           # every side padded to one width
         batch = {}
-        for prefix, key in sides:
-            ids, lengths = pad_sequences(self.encode([s[key] for s in samples]), pad_value=Vocab.PAD_ID,
-                                         dtype=numpy.int64)
-            batch[f"{prefix}_ids"], batch[f"{prefix}_lengths"] = ids, lengths
+        for k, (prefix, _) in enumerate(sides):
+            rows = slice(k * len(samples), (k + 1) * len(samples))
+            batch[f"{prefix}_ids"], batch[f"{prefix}_lengths"] = ids[rows], lengths[rows]
         if "label" in samples[0]:
             batch["label"] = numpy.asarray([s["label"] for s in samples], dtype=numpy.int64)
         if "neg_type" in samples[0]:
@@ -170,6 +173,9 @@ class TextMatching(Task):
 
     ``predict([(text_a, text_b), ...])`` -> ``[{"score": s, "label": 0|1}]``.
     """
+
+    dynamic_axes = {"a_ids": {0: "batch", 1: "seq"}, "a_lengths": {0: "batch"},
+                    "b_ids": {0: "batch", 1: "seq"}, "b_lengths": {0: "batch"}}
 
     def __init__(self, model, tokenizer: dict = None, vocab: str = None, corpus: str = "peoples_daily",
                  min_freq: int = 2, max_len: int = 128, margin: float = 0.1, calibrate: bool = True, metrics=None):

@@ -61,6 +61,8 @@ class FeatureRecognition(RankedPrediction, Task):
         gap_top_k: the top-k of GAP.
     """
 
+    dynamic_axes = {"features": {0: "batch", 1: "frames"}, "lengths": {0: "batch"}}
+
     def __init__(self, model, class_names=None, modalities: list = ("rgb",), backbone: dict = None,
                  backbone_weights: str = None, frame_size: int = 224, num_frames: int = None, top_k: int = None,
                  label_groups: dict = None, gap_top_k: int = 20, metrics=None):

@@ -112,9 +112,9 @@ def test_hash_ngrams_hashes_the_ngram_ending_at_each_position():
     ids = framework.to_tensor(numpy.array([[3, 4, 5, 9], [7, 8, 1, 1]]))
     codes = hash_ngrams(ids, 3, 17).numpy()
     assert codes.shape == (2, 4) and codes.dtype == numpy.int64
-    assert codes.tolist() == [[0, 0, _code([3, 4, 5], 17), _code([4, 5, 9], 17)],
-                              [0, 0, _code([7, 8, 1], 17), _code([8, 1, 1], 17)]]
-    assert hash_ngrams(ids[:, :1], 2, 17).numpy().tolist() == [[0], [0]]   # too short for any bigram
+    assert codes.tolist() == [[_code([0, 0, 3], 17), _code([0, 3, 4], 17), _code([3, 4, 5], 17), _code([4, 5, 9], 17)],
+                              [_code([0, 0, 7], 17), _code([0, 7, 8], 17), _code([7, 8, 1], 17), _code([8, 1, 1], 17)]]
+    assert hash_ngrams(ids[:, :1], 2, 17).numpy().tolist() == [[_code([0, 3], 17)], [_code([0, 7], 17)]]
 
 
 def test_ngram_embedding_sums_the_ngrams_ending_at_each_valid_position_and_routes_gradients_there():

@@ -45,7 +45,8 @@ def test_collate_pads_pairs_and_triples(vocab_file):
                              {"text_a": "今天天气很好很好很好", "text_b": "他", "label": 0, "neg_type": "swap",
                               "query_id": 0}])
     assert batch["a_lengths"].tolist() == [3, 6] and batch["b_lengths"].tolist() == [1, 1]   # cut to max_len
-    assert batch["b_ids"].tolist() == [[Vocab.UNK_ID], [task.vocab.id_of("他")]]            # empty: one unk
+    assert batch["b_ids"][:, :1].tolist() == [[Vocab.UNK_ID], [task.vocab.id_of("他")]]    # empty: one unk
+    assert batch["a_ids"].shape == batch["b_ids"].shape == (2, 6)              # both sides padded to one width
     assert batch["label"].tolist() == [1, 0] and batch["neg_type"] == ["pos", "swap"]
     triples = task.collate_fn([{"query": "我", "pos": "我们", "neg": "他们的"}])
     assert sorted(triples) == ["n_ids", "n_lengths", "p_ids", "p_lengths", "q_ids", "q_lengths"]
