@@ -125,8 +125,9 @@ def load(name, device="cpu", static=True):
     """A ready Task for the zoo model ``name`` (weights checked against the card's sha256).
 
     ``static`` (default) runs the model through programs traced on first use
-    (:func:`framework.jit.to_static` with the task's ``dynamic_axes``), which give
-    the eager model's outputs; ``static=False`` keeps the eager model.
+    (:func:`framework.jit.to_static` with the task's ``dynamic_axes`` and the exact
+    graph passes, so the outputs are the eager model's, bit for bit);
+    ``static=False`` keeps the eager model.
     """
     register_everything()
     entry = card(name)
@@ -141,7 +142,7 @@ def load(name, device="cpu", static=True):
         task.model.to(device)
     task.model.eval()
     if static:
-        task.model = jit.to_static(task.model, dynamic_axes=task.dynamic_axes)
+        task.model = jit.to_static(task.model, dynamic_axes=task.dynamic_axes, passes=jit.EXACT_PASSES)
     task.device = device
     task.card = entry
     return task

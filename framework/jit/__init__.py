@@ -10,9 +10,9 @@
   a layer cannot be traced.
 """
 from .program import GuardError, InputSpec, Node, Program
-from .trace import DEFAULT_PASSES, TraceError, trace
+from .trace import DEFAULT_PASSES, EXACT_PASSES, TraceError, trace
 from .files import ProgramFileError, load, save
 from .static import StaticLayer, to_static
 
-__all__ = ["trace", "Program", "Node", "InputSpec", "GuardError", "TraceError", "DEFAULT_PASSES",
+__all__ = ["trace", "Program", "Node", "InputSpec", "GuardError", "TraceError", "DEFAULT_PASSES", "EXACT_PASSES",
            "save", "load", "ProgramFileError", "to_static", "StaticLayer"]

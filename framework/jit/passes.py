@@ -27,7 +27,7 @@ from ..ops.math import Cast, Identity
 from ..ops.norm import BatchNorm
 from .template import Ref, Size, SliceTemplate, has_markers, ref_slots, resolve
 
-__all__ = ["optimize", "DEFAULT_PASSES", "PASSES"]
+__all__ = ["optimize", "DEFAULT_PASSES", "EXACT_PASSES", "PASSES"]
 
 
 def _rename(value, renames):
@@ -183,6 +183,7 @@ def eliminate_dead_code(program):
 PASSES = {"remove_identities": remove_identities, "fold_batch_norm": fold_batch_norm,
           "fold_constants": fold_constants, "eliminate_dead_code": eliminate_dead_code}
 DEFAULT_PASSES = tuple(PASSES)
+EXACT_PASSES = tuple(p for p in DEFAULT_PASSES if p != "fold_batch_norm")   # replay == eager, bit for bit
 
 
 def optimize(program, passes=DEFAULT_PASSES):

@@ -35,10 +35,10 @@ from ..nn.layer import observe_layer_calls
 from ..ops.common import Full
 from ..tensor import Tensor, no_grad, observe_ops
 from .program import InputSpec, Node, Program
-from .passes import DEFAULT_PASSES, optimize
+from .passes import DEFAULT_PASSES, EXACT_PASSES, optimize
 from .template import Ref, Size, SizeExpr, ref_slots, replace_ints, walk_ints
 
-__all__ = ["trace", "TraceError", "DEFAULT_PASSES"]
+__all__ = ["trace", "TraceError", "DEFAULT_PASSES", "EXACT_PASSES"]
 
 
 class TraceError(UserError, ValueError):

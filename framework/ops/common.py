@@ -1,11 +1,12 @@
-"""Common layers' functions: dropout, embedding lookup, hashed n-gram ids, one_hot and sequence_mask."""
+"""Common layers' functions: dropout, embedding lookup, hashed n-gram ids, one_hot, sequence_mask and the
+packed positions of a padded batch."""
 import numpy
 
 from .. import backend
 from ..random import rng_for
 from ..tensor import Function, Tensor, OpError
 
-__all__ = ["dropout", "embedding", "hashed_ngrams", "one_hot", "sequence_mask"]
+__all__ = ["dropout", "embedding", "hashed_ngrams", "one_hot", "packed_positions", "sequence_mask"]
 
 _DROPOUT_MODES = ("upscale_in_train", "downscale_in_infer")
 
@@ -162,6 +163,35 @@ class SequenceMask(Function):
 
     def backward(self, gy):
         return None
+
+
+class PackedPositions(Function):
+    """(rows, index) of the valid positions of a padded batch; attribute ``maxlen``; see :func:`packed_positions`."""
+
+    def forward(self, lengths):
+        xp = self.xp
+        valid = (xp.arange(self.maxlen)[None, :] < lengths[:, None]).reshape(-1)      # (N*T,)
+        rows = xp.flatnonzero(valid)
+        index = xp.full(valid.shape[0], rows.shape[0], dtype=xp.int64)
+        index[rows] = xp.arange(rows.shape[0])
+        return rows, index
+
+    def backward(self, *grads):
+        return None
+
+
+def packed_positions(lengths, maxlen):
+    """Where the valid positions of a padded batch go when packed (not differentiable).
+
+    Returns ``(rows, index)``: ``rows`` (P,) int64, the flat positions n * maxlen + t with
+    t < lengths[n], in order; ``index`` (N * maxlen,) int64, each flat position's packed row,
+    or P for a padded position.
+
+    Shapes: lengths (N,) integers -> rows (P,), index (N * maxlen,).
+    """
+    if lengths.ndim != 1 or lengths.dtype.kind not in "iu":
+        raise OpError(f"packed_positions: lengths must be (N,) integers, got {lengths.shape} {lengths.dtype}")
+    return PackedPositions.apply(lengths, maxlen=int(maxlen))
 
 
 def sequence_mask(lengths, maxlen=None, dtype="bool"):

@@ -9,7 +9,7 @@ import numpy
 
 import framework
 import framework.nn.functional as F
-from framework import Tensor, backend
+from framework import Tensor
 
 __all__ = ["check_features", "frame_mask", "masked_softmax", "pack_frames", "unpack_frames"]
 
@@ -35,7 +35,7 @@ def frame_mask(lengths, num_frames, dtype="float32"):
 def masked_softmax(scores, mask, axis=1):
     """Softmax of ``scores`` (N, T, K) over time (``axis``) among the valid frames of ``mask`` (N, T) or None."""
     if mask is not None:
-        valid = mask.data.astype(bool)[:, :, None]                             # (N, T, 1)
+        valid = mask.astype("bool").unsqueeze(-1)                              # (N, T, 1)
         scores = framework.where(valid, scores, -1e9)
     return F.softmax(scores, axis=axis)
 
@@ -49,12 +49,10 @@ def pack_frames(x, lengths):
     flat = x.reshape([n * t, d])                                            # (N*T, D)
     if lengths is None:
         return flat, None
-    xp = backend.get_array_module(x.data)
-    valid = xp.arange(t)[None, :] < xp.asarray(lengths.data)[:, None]      # (N, T)
-    rows = xp.flatnonzero(valid.reshape(-1))
-    index = xp.full(n * t, len(rows), dtype=numpy.int64)
-    index[rows] = xp.arange(len(rows))
-    return framework.gather(flat, Tensor(rows), axis=0), Tensor(index)
+    if not isinstance(lengths, Tensor):
+        lengths = framework.to_tensor(numpy.asarray(lengths), device=x.device)
+    rows, index = F.packed_positions(lengths, t)
+    return framework.gather(flat, rows, axis=0), index
 
 
 def unpack_frames(packed, index, n, t):

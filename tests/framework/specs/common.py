@@ -68,6 +68,19 @@ def hashed_ngrams_reference(ids, orders, buckets):
     return out
 
 
+def packed_positions_reference(lengths, maxlen):
+    rows, index, packed = [], [], 0
+    for n, length in enumerate(lengths):
+        for t in range(maxlen):
+            if t < length:
+                rows.append(n * maxlen + t)
+                index.append(packed)
+                packed += 1
+            else:
+                index.append(None)
+    return numpy.array(rows, dtype=numpy.int64), numpy.array([packed if i is None else i for i in index])
+
+
 def sequence_mask_reference(lengths, maxlen):
     out = numpy.zeros(lengths.shape + (maxlen,), dtype=bool)
     for index in numpy.ndindex(*lengths.shape):
@@ -116,6 +129,9 @@ SPECS = [
            lambda ids: hashed_ngrams_reference(ids, (1, 4), 7), grad=False),
     OpSpec("one_hot", lambda ids: F.one_hot(ids, 5), lambda rng: [rng.integers(0, 5, (2, 3))],
            lambda ids: one_hot_reference(ids, 5), grad=False),
+    OpSpec("packed_positions", lambda lengths: F.packed_positions(lengths, 5),
+           lambda rng: [numpy.array([3, 0, 5, 1])], lambda lengths: packed_positions_reference(lengths, 5),
+           grad=False),
     OpSpec("sequence_mask", F.sequence_mask, lambda rng: [numpy.array([3, 0, 5, 1])],
            lambda lengths: sequence_mask_reference(lengths, 5), grad=False),
     OpSpec("sequence_mask", lambda lengths: F.sequence_mask(lengths, maxlen=4, dtype="int64"),
