@@ -1,12 +1,13 @@
 """The model zoo: catalog, task API, the `oar` command, benchmarks, the HTTP server.
 
-``zoo.load(name)`` returns a ready Task; ``zoo.Task(task_name, model=None)``
+``zoo.load(name)`` returns a ready Task (``zoo.load(DIR)`` that of an export
+directory written by ``zoo.export(name, DIR)`` / ``oar export``); ``zoo.Task(task_name, model=None)``
 picks the task's default model; ``zoo.serve(names, **options)`` serves models
 over HTTP (``oar serve``).
 """
-from .api import load, Task
+from .api import export, load, Task
 
-__all__ = ["load", "Task", "serve"]
+__all__ = ["load", "export", "Task", "serve"]
 
 
 def serve(names, options=None, **settings):

@@ -4,7 +4,6 @@
 dicts (LAC: ``{"words", "tags"}``; sentiment: ``{"label", "score"}``; matching:
 ``{"score", "label"}``; video: ``{"topk": [[label, prob], ...]}``).
 """
-import importlib
 import os
 
 from framework import jit
@@ -12,9 +11,11 @@ from framework.config import load_config
 from framework.engine import runner
 from framework.fetch import FetchError, sha256_of
 
-from .catalog import ROOT, CatalogError, card
+from . import exported
+from .catalog import ROOT, CatalogError, call_loader, card
 
-__all__ = ["load", "Task", "TASKS", "DEFAULT_MODELS", "WeightsError", "register_everything", "task_name"]
+__all__ = ["load", "export", "RUNTIMES", "Task", "TASKS", "DEFAULT_MODELS", "WeightsError", "register_everything",
+           "task_name"]
 
 # The zoo's one task table: task -> its default model, the metrics `oar list` shows, the names it also answers to,
 # and whether its inputs are file paths (video, images) rather than text.
@@ -67,11 +68,6 @@ def task_name(name):
     raise CatalogError(f"unknown task {name!r} (known: {known})")
 
 
-def _call_loader(spec):
-    module_name, _, function = spec.partition(":")
-    return getattr(importlib.import_module(module_name), function)()
-
-
 def _checked_file(entry, relative, sha256):
     path = os.path.join(ROOT, relative or "")
     if not relative or not os.path.isfile(path):
@@ -121,23 +117,47 @@ def _card_overrides(entry):
     return resolved
 
 
-def load(name, device="cpu", static=True):
-    """A ready Task for the zoo model ``name`` (weights checked against the card's sha256).
+RUNTIMES = ("oar", "onnxruntime")
+
+
+def _built(entry):
+    """``(task, cfg, weights path)`` of a card: built from its config with its checked weights, or by its
+    loader (then cfg and weights are None)."""
+    if "loader" in entry:
+        return call_loader(entry["loader"]), None, None
+    cfg = load_config(os.path.join(ROOT, entry["config"]), _card_overrides(entry))
+    _resolve_repo_files(cfg.get("task") or {})
+    task = runner.build_task(cfg)
+    weights = _checked_weights(entry)
+    runner.load_weights(task.model, weights)
+    return task, cfg, weights
+
+
+def load(name, device="cpu", static=True, runtime="oar"):
+    """A ready Task for the zoo model ``name`` (weights checked against the card's sha256), or for the export
+    directory ``name`` (``oar export``; no catalog needed).
 
     ``static`` (default) runs the model through programs traced on first use
     (:func:`framework.jit.to_static` with the task's ``dynamic_axes`` and the exact
     graph passes, so the outputs are the eager model's, bit for bit);
-    ``static=False`` keeps the eager model.
+    ``static=False`` keeps the eager model. ``runtime="onnxruntime"`` runs the
+    network with ONNX Runtime instead (exported once into ``$OAR_HOME/onnx``), under
+    the same pre- and post-processing (:func:`zoo.exported.use_onnxruntime`).
     """
+    if runtime not in RUNTIMES:
+        raise CatalogError(f"unknown runtime {runtime!r} (known: {', '.join(RUNTIMES)})")
     register_everything()
+    if os.path.isdir(name) and exported.is_export(name):
+        if runtime != "oar":
+            raise CatalogError("an export directory runs on the oar runtime (its model.onnx runs in any "
+                               "ONNX Runtime session)")
+        return exported.load_export(name, device)
     entry = card(name)
-    if "loader" in entry:
-        task = _call_loader(entry["loader"])
-    else:
-        cfg = load_config(os.path.join(ROOT, entry["config"]), _card_overrides(entry))
-        _resolve_repo_files(cfg.get("task") or {})
-        task = runner.build_task(cfg)
-        runner.load_weights(task.model, _checked_weights(entry))
+    task, _, _ = _built(entry)
+    return _ready(task, entry, device, static or runtime != "oar", runtime)
+
+
+def _ready(task, entry, device, static, runtime):
     if device and device != "cpu":
         task.model.to(device)
     task.model.eval()
@@ -145,7 +165,20 @@ def load(name, device="cpu", static=True):
         task.model = jit.to_static(task.model, dynamic_axes=task.dynamic_axes, passes=jit.EXACT_PASSES)
     task.device = device
     task.card = entry
+    if runtime == "onnxruntime":
+        exported.use_onnxruntime(task, entry["name"], entry["task"])
     return task
+
+
+def export(name, output, formats=("oar",)):
+    """Write the export directory of zoo model ``name`` into ``output`` (:func:`zoo.exported.write_export`):
+    the traced program, the task's files and weights, a manifest (and ``model.onnx`` for ``"onnx"`` in
+    ``formats``); returns the manifest dict."""
+    register_everything()
+    entry = card(name)
+    task, cfg, weights = _built(entry)
+    task = _ready(task, entry, "cpu", True, "oar")
+    return exported.write_export(task, entry, cfg, weights, output, entry["task"], formats)
 
 
 def Task(name, model=None, device="cpu"):

@@ -15,13 +15,14 @@ A card says what a model is and where every number came from:
 - ``metrics``: ``{split: ..., name: value, ...}`` measured by ``reproduce``, and ``date``.
 """
 import difflib
+import importlib
 import os
 
 import yaml
 from framework.errors import UserError
 from framework.serialization import atomic_write
 
-__all__ = ["CatalogError", "ROOT", "CATALOG_PATH", "cards", "card", "write_card"]
+__all__ = ["CatalogError", "ROOT", "CATALOG_PATH", "cards", "card", "write_card", "call_loader"]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CATALOG_PATH = os.path.join(ROOT, "zoo", "catalog.yaml")
@@ -70,3 +71,9 @@ def write_card(updated, path=CATALOG_PATH):
     with atomic_write(path) as f:
         f.write("# The zoo's model cards (see zoo/catalog.py). `oar reproduce NAME` rewrites metrics, weights and date.\n")
         yaml.safe_dump(entries, f, sort_keys=False, allow_unicode=True, width=100)
+
+
+def call_loader(spec):
+    """The ready Task a card's ``loader`` (``"module:function"``) returns."""
+    module_name, _, function = spec.partition(":")
+    return getattr(importlib.import_module(module_name), function)()

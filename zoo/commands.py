@@ -20,7 +20,8 @@ from framework.config import load_config
 from framework.engine import runner
 from framework.errors import UserError
 
-from .api import TASKS, load, register_everything
+from . import exported
+from .api import RUNTIMES, TASKS, export, load, register_everything
 from .catalog import card, cards
 from .inputs import count_lines, predict_in_order, read_lines, result_writer
 
@@ -219,9 +220,13 @@ def _models_by_task():
 
 
 def _run_arguments(parser):
-    parser.add_argument("name", help="a zoo model (see below, or `oar list`)")
+    parser.add_argument("name", help="a zoo model (see below, or `oar list`), or a directory `oar export` wrote")
     _add_input_arguments(parser)
     parser.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
+    parser.add_argument("--runtime", choices=list(RUNTIMES), default="oar",
+                        help="run the network on oar's traced program (default) or on ONNX Runtime "
+                             "(exported once; needs the export extra)")
+    parser.add_argument("--eager", action="store_true", help="run the model eagerly instead of its traced program")
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = "models, by task:\n" + _models_by_task() + \
         "\n\nexamples:\n  oar run lac_pku --input_text \"今天是个好日子\"\n  oar run senta_bilstm --input_file - < reviews.txt"
@@ -240,10 +245,12 @@ def _check_input_kind(entry, args):
 
 def run(args):
     """Predict with a zoo model: one line per input (``--json``: one JSON object that echoes the input)."""
-    entry = card(args.name)
+    entry = exported.card_of(args.name) if exported.is_export(args.name) else card(args.name)
+    if args.eager and args.runtime != "oar":
+        raise UsageError("--eager runs oar's eager model; it does not go with --runtime onnxruntime")
     _check_input_kind(entry, args)
     given = _inputs(args)                   # a missing or unreadable input file fails before the model loads
-    task = load(args.name, device=args.device)
+    task = load(args.name, device=args.device, static=not args.eager, runtime=args.runtime)
     _predict_and_write(task, args, args.name, given)
 
 
@@ -328,6 +335,23 @@ def benchmark(args):
     bench.run(args.name, quick=args.quick, out=args.out)
 
 
+def _export_arguments(parser):
+    parser.add_argument("name", help="a zoo model (see `oar list`)")
+    parser.add_argument("--output", required=True, metavar="DIR", help="the directory to write (created)")
+    parser.add_argument("--format", choices=["oar", "onnx"], default="oar",
+                        help="oar: the traced program (JSON + npz); onnx: also model.onnx (needs the export extra)")
+
+
+def export_model(args):
+    """Write a zoo model's export directory: its traced program, task files, weights and a manifest."""
+    if os.path.exists(args.output) and os.listdir(args.output) and not exported.is_export(args.output):
+        raise UsageError(f"{args.output} exists and is not an export directory; give a new or empty one")
+    manifest = export(args.name, args.output, formats=("oar", args.format))
+    written = ", ".join(f for f in ("program", manifest["onnx"], manifest["weights"], "manifest.json") if f)
+    print(f"{args.name}: wrote {written} into {args.output}; run it with `oar run {args.output} …` "
+          f"or zoo.load({args.output!r})", file=sys.stderr)
+
+
 def _serve_arguments(parser):
     from .serving.options import add_arguments
     add_arguments(parser)
@@ -354,5 +378,7 @@ COMMANDS = [
     Command("reproduce", "retrain zoo models, rewrite their cards and docs/RESULTS.md", _reproduce_arguments,
             reproduce),
     Command("bench", "run a benchmark suite (JSON on stdout)", _bench_arguments, benchmark),
+    Command("export", "write a zoo model's traced program (and ONNX model) with its task files", _export_arguments,
+            export_model),
     Command("serve", "serve zoo models over HTTP (batching, health, metrics)", _serve_arguments, serve),
 ]

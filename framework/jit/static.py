@@ -55,7 +55,7 @@ class StaticLayer:
         named += [(name, value, False) for name, value in kwargs.items()]
         named = [entry for entry in named if entry[1] is not None]
         leaves, groups = input_leaves(named)
-        key = [tuple(groups)]
+        key = [tuple(sorted((name, count) for name, _, count in groups))]
         for name, value in leaves:
             array = value.data if isinstance(value, Tensor) else value
             if not _is_array(array):
@@ -91,6 +91,24 @@ class StaticLayer:
         if self.dynamic_axes is None:
             return None
         return {name: axes for name, axes in self.dynamic_axes.items() if name in inputs}
+
+    def add_program(self, program, inputs=None):
+        """Serve the calls that ``program`` (e.g. one :func:`~framework.jit.load` read) was traced for with it,
+        instead of tracing: its inputs (:class:`~framework.jit.InputSpec` list ``inputs``, default
+        ``program.inputs``) are this layer's (``name``, or ``name.i`` for a list input). Any callable taking
+        the inputs by name and returning arrays serves (an ONNX Runtime session, ``framework.onnx.OnnxProgram``)."""
+        specs = program.inputs if inputs is None else inputs
+        groups = {}
+        for spec in specs:
+            name, dot, index = spec.name.rpartition(".")
+            if dot and index.isdigit():
+                groups[name] = max(groups.get(name, 0), int(index) + 1)
+            else:
+                groups[spec.name] = None
+        key = [tuple(sorted(groups.items()))]
+        key += [(spec.name, spec.dtype.str, tuple(None if isinstance(n, str) else n for n in spec.shape))
+                for spec in specs]
+        self.programs[tuple(key)] = program
 
     def retrace(self):
         """Forget every traced program (the next calls trace again, e.g. after the weights changed)."""
