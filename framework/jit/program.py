@@ -125,9 +125,12 @@ class Program:
                              f"({', '.join(s.name for s in self.inputs)}), got {len(args)} by position")
         given = dict(zip((s.name for s in self.inputs), args))
         for name, value in kwargs.items():
-            if name in given:
-                raise GuardError(f"program input {name!r} given twice")
-            given[name] = value
+            leaves = ({f"{name}.{i}": v for i, v in enumerate(value)} if isinstance(value, (list, tuple))
+                      else {name: value})             # a list input: its arrays are the inputs name.0, name.1 …
+            for leaf, array in leaves.items():
+                if leaf in given:
+                    raise GuardError(f"program input {leaf!r} given twice")
+                given[leaf] = array
         names = [s.name for s in self.inputs]
         extra = [name for name, value in given.items() if name not in names and value is not None]
         missing = [name for name in names if given.get(name) is None]
@@ -157,7 +160,8 @@ class Program:
         return arrays, sizes
 
     def __call__(self, *args, **kwargs):
-        """Run the program: inputs by position (traced order) or by name -> arrays in the output structure."""
+        """Run the program: inputs by position (traced order) or by name (a list for a list input) -> arrays in
+        the output structure."""
         arrays, sizes = self._bind(args, kwargs)
         if self._plan is None:
             self._build_plan()

@@ -219,6 +219,12 @@ def transpose(x, perm):
     return Transpose.apply(x, perm=tuple(perm))
 
 
+def _inferred_first(shape, size):
+    """``shape`` with its first entry -1 (inferred from the size) when the tensor is not empty: the same
+    reshape, which a traced program replays for any length of that axis (e.g. a count of valid frames)."""
+    return (-1,) + tuple(shape[1:]) if shape and size else tuple(shape)
+
+
 def flatten(x, start_axis=0, stop_axis=-1):
     """Axes ``start_axis`` .. ``stop_axis`` (inclusive) merged into one.
 
@@ -232,7 +238,7 @@ def flatten(x, start_axis=0, stop_axis=-1):
         raise OpError(f"flatten: start_axis {start_axis} comes after stop_axis {stop_axis} "
                       f"for a tensor of shape {shape}")
     merged = int(numpy.prod(shape[start:stop + 1], dtype=numpy.int64))
-    return Reshape.apply(x, shape=shape[:start] + (merged,) + shape[stop + 1:])
+    return Reshape.apply(x, shape=_inferred_first(shape[:start] + (merged,) + shape[stop + 1:], x.size))
 
 
 def squeeze(x, axis=None):
@@ -244,7 +250,7 @@ def squeeze(x, axis=None):
     shape = x.shape
     axes = range(len(shape)) if axis is None else _axes(axis, len(shape), "squeeze")
     drop = {a for a in axes if shape[a] == 1}
-    return Reshape.apply(x, shape=tuple(n for i, n in enumerate(shape) if i not in drop))
+    return Reshape.apply(x, shape=_inferred_first(tuple(n for i, n in enumerate(shape) if i not in drop), x.size))
 
 
 def unsqueeze(x, axis):
@@ -256,7 +262,7 @@ def unsqueeze(x, axis):
     axes = _axes(axis, len(shape) + (1 if isinstance(axis, (int, numpy.integer)) else len(axis)), "unsqueeze")
     rest = iter(shape)
     out = tuple(1 if i in axes else next(rest) for i in range(len(shape) + len(axes)))
-    return Reshape.apply(x, shape=out)
+    return Reshape.apply(x, shape=_inferred_first(out, x.size))
 
 
 def _first(xs, op):
