@@ -11,7 +11,7 @@ from onnx import helper
 
 from ..jit.template import Size
 from ..ops.activation import ELU, GELU, Hardswish, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh
-from ..ops.common import Embedding, Full, SequenceMask
+from ..ops.common import Embedding, Full, PackedPositions, SequenceMask
 from ..ops.linalg import Linear, MatMul
 from ..ops.manipulation import (Concat, Expand, Flip, GetItem, Pad, Reshape, Split, Stack, Take, TakeAlongAxis, Tile,
                                 Transpose)
@@ -197,6 +197,21 @@ def sequence_mask(g, node, inputs):
     positions = g.op("Range", [g.const(numpy.int64(0)), stop, g.const(numpy.int64(1))])
     mask = g.op("Less", [positions, g.unsqueeze(lengths, [-1])])
     return g.cast(mask, node.attrs["dtype"])
+
+
+@converts(PackedPositions)
+def packed_positions(g, node, inputs):
+    """rows = the flat positions n * maxlen + t with t < lengths[n]; index = each position's packed row
+    (a running count of the valid positions), or the number of valid positions P for a padded one."""
+    lengths = g.cast(inputs[0], numpy.int64)
+    positions = g.op("Range", [g.const(numpy.int64(0)), g.squeeze(g.shape([node.attrs["maxlen"]]), [0]),
+                               g.const(numpy.int64(1))])
+    valid = g.op("Reshape", [g.op("Less", [positions, g.unsqueeze(lengths, [-1])]), g.const(numpy.array([-1]))])
+    counts = g.cast(valid, numpy.int64)
+    rows = g.op("Reshape", [g.op("NonZero", [valid]), g.const(numpy.array([-1]))])
+    packed = g.op("Sub", [g.op("CumSum", [counts, g.const(numpy.int64(0))]), g.const(numpy.int64(1))])
+    total = g.op("ReduceSum", [counts], keepdims=0)
+    return rows, g.op("Where", [valid, packed, total])
 
 
 # ---- shapes -----------------------------------------------------------------------------------------------------

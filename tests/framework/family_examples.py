@@ -18,6 +18,14 @@ PAIR_AXES = {"a_ids": {0: "batch", 1: "seq"}, "a_lengths": {0: "batch"}, "b_ids"
 FEATURE_AXES = {"features": {0: "batch", 1: "frames"}, "lengths": {0: "batch"}}
 
 
+def leaf_feed(feed):
+    """A feed with each list input spread into its arrays ``name.0``, ``name.1`` … (a program's inputs)."""
+    flat = {}
+    for name, value in feed.items():
+        flat.update({f"{name}.{i}": v for i, v in enumerate(value)} if isinstance(value, list) else {name: value})
+    return flat
+
+
 def padded_ids(rng, lengths, vocab):
     """(ids (N, max length) int64 with 0 past each length, lengths (N,) int64)."""
     lengths = numpy.asarray(lengths, dtype=numpy.int64)

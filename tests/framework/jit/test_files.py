@@ -10,7 +10,7 @@ import pytest
 from framework import jit
 from framework.registry import MODELS
 
-from ..family_examples import FAMILIES
+from ..family_examples import FAMILIES, leaf_feed
 
 # Loads a saved program and runs it on saved inputs; prints the project packages it imported beyond framework.
 RUNNER = """
@@ -32,13 +32,6 @@ print(json.dumps(sorted({m.split(".")[0] for m in sys.modules} & {"nlp", "video"
 """
 
 
-def _flat(feed):
-    flat = {}
-    for name, value in feed.items():
-        flat.update({f"{name}.{i}": v for i, v in enumerate(value)} if isinstance(value, list) else {name: value})
-    return flat
-
-
 @pytest.mark.parametrize("family", ["BiGRUCRF", "SentaBiLSTM", "SimNetCNN", "TSM", "NeXtVLAD", "resnet18"])
 def test_a_saved_program_replays_in_a_fresh_process_without_model_classes(family, tmp_path):
     config, axes, feeds = FAMILIES[family]
@@ -47,7 +40,7 @@ def test_a_saved_program_replays_in_a_fresh_process_without_model_classes(family
     feeds = feeds(numpy.random.default_rng(0))
     program = jit.trace(model, feeds[0], axes)
     jit.save(program, tmp_path / "program")
-    numpy.savez(tmp_path / "feeds.npz", **{f"{i}__{k}": v for i, feed in enumerate(feeds) for k, v in _flat(feed).items()})
+    numpy.savez(tmp_path / "feeds.npz", **{f"{i}__{k}": v for i, feed in enumerate(feeds) for k, v in leaf_feed(feed).items()})
     done = subprocess.run([sys.executable, "-c", RUNNER, str(tmp_path / "program"), str(tmp_path / "feeds.npz"),
                            str(tmp_path / "out.npz")], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr

@@ -5,7 +5,7 @@ import pytest
 from framework import jit
 from framework.registry import MODELS
 
-from ..family_examples import FAMILIES
+from ..family_examples import FAMILIES, leaf_feed
 from .parity import assert_exported_parity
 
 RNG = numpy.random.default_rng(0)
@@ -28,3 +28,16 @@ def test_frame_video_models_and_vision_backbones(tmp_path, family):
     config, _, feeds = FAMILIES[family]
     feeds = feeds(RNG)
     assert_exported_parity(jit.trace(MODELS.build(config), (feeds[0]["x"],)), feeds, tmp_path)
+
+
+@pytest.mark.parametrize("family", ["SentaBOW", "SentaCNN", "SentaGRU", "SentaLSTM", "SentaBiLSTM", "SimNetBOW",
+                                    "SimNetCNN", "SimNetGRU", "SimNetLSTM", "AttentionCluster", "AttentionLSTM",
+                                    "NeXtVLAD"])
+def test_text_and_feature_models(tmp_path, family):
+    """Ids with lengths (n-gram hashing, masks, LSTM/GRU inside each length, side stacking) and frame features
+    with lengths (attention pooling, packed frames, VLAD) at several batch and sequence sizes."""
+    config, axes, feeds = FAMILIES[family]
+    model = MODELS.build(config)
+    model.eval()
+    feeds = feeds(RNG)
+    assert_exported_parity(jit.trace(model, feeds[0], axes), [leaf_feed(feed) for feed in feeds], tmp_path)
