@@ -78,6 +78,13 @@ def _build(tree, arrays):
     return arrays[tree["output"]]
 
 
+def _threads():
+    """ONNX Runtime's intra-op threads: ``OAR_NUM_THREADS``, else ``OMP_NUM_THREADS``, else 0 (its own choice,
+    one per physical core), so a one-thread benchmark or server runs ONNX Runtime on one thread as it does BLAS."""
+    value = os.environ.get("OAR_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS") or "0"
+    return int(value) if value.isdigit() else 0
+
+
 class OnnxProgram:
     """An exported model in an ONNX Runtime session (module docstring).
 
@@ -103,6 +110,7 @@ class OnnxProgram:
         ort = require("onnxruntime")
         options = ort.SessionOptions()
         options.log_severity_level = 3
+        options.intra_op_num_threads = _threads()
         self.session = ort.InferenceSession(model, options, providers=providers or ["CPUExecutionProvider"])
         self.inputs = meta["inputs"]
         self.outputs = meta["outputs"]

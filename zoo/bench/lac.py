@@ -10,26 +10,28 @@
   ``nn.Embedding``, ``nn.GRU``, ``nn.Linear`` and the CRF forward algorithm)
   when ``torch`` is importable, with as many PyTorch threads as
   ``OPENBLAS_NUM_THREADS`` (else 1).
-- ``inference``: sentences per second of the official LAC model on oar, text
-  in -> words and tags out (``LexicalAnalysis.predict_raw``), on the People's
-  Daily test split (one corpus line per sentence): batch 1 (one call per
-  sentence) and batch 64 (one call over all sentences, which the task sorts by
-  length and runs 64 at a time, at most 64 x 512 ids per pass), plus the
-  pure-Python preprocessing alone.
-  The official Paddle engine's figures on one core of a 2-core x86-64 machine
-  were about 430 sentences/s at batch 1 and 1,470/s at batch 64.
+- ``inference``: sentences per second of ``lac`` (the official weights) and
+  ``lac_pku`` from ``zoo.load``, text in -> words and tags out, on the People's
+  Daily test split (one corpus line per sentence), through the traced program
+  and eagerly (and with ``runtime="onnxruntime"`` when onnx and onnxruntime are
+  installed): batch 1 (one call per sentence) and batch 64 (one call over all
+  sentences, which the task sorts by length and runs 64 at a time), beside the
+  official Paddle engine (the ``LAC`` package) when it is importable, else the
+  figures measured once on this machine (:data:`PADDLE_ENGINE_QUOTED`).
 
 Every timing is the best of ``repeat`` runs after a warm-up, as wall time and
 as this process's CPU time (``time.process_time``): on a shared machine the CPU
 time is the steadier figure, the wall time what a user waits.
 """
+import importlib.util
+
 import numpy
 
 from framework.timing import best_times
 
 from .torch_twins import match_blas_threads, torch_lac, torch_or_none
 
-__all__ = ["bench_train_step", "bench_inference", "peoples_daily_test_texts", "run_all"]
+__all__ = ["bench_train_step", "bench_inference", "peoples_daily_test_texts", "run_all", "PADDLE_ENGINE_QUOTED"]
 
 VOCAB_SIZE, NUM_TAGS = 4034, 85
 
@@ -108,30 +110,58 @@ def peoples_daily_test_texts(limit=None):
     return ["".join(sentence.words) for sentence in read_sentences("test")[:limit]]
 
 
-def bench_inference(texts=None, batch1_sentences=300, repeat=3):
-    """Sentences/s of the official LAC task on ``texts`` (default: the People's Daily test split).
+# Measured on this machine, one thread, in one run against the official Paddle inference engine (LAC 2.1.2 on
+# paddlepaddle), text in -> words and tags out on People's Daily sentences; quoted when it is not importable here.
+PADDLE_ENGINE_QUOTED = {"batch1": 575, "batch64": 1040}
 
-    Batch 1 runs over the first ``batch1_sentences`` texts, one call each;
-    batch 64 runs over all texts in one call.
-    """
-    from nlp.lac.task import load_official_task
-    texts = peoples_daily_test_texts() if texts is None else texts
-    task = load_official_task(max_batch_tokens=64 * 512)
-    segmenter, preprocessor = task.preprocessor.segmenter, task.preprocessor
-    chars = sum(map(len, texts))
-    result = {"sentences": len(texts), "mean_chars": round(chars / max(len(texts), 1), 1),
-              "segment": _rates(chars, best_times(lambda: [segmenter.cut(t) for t in texts], repeat), "chars"),
-              "preprocess": _rates(len(texts), best_times(lambda: [preprocessor.encode(t) for t in texts], repeat),
-                                   "sentences")}
-    subset = texts[:batch1_sentences]
+
+def _tagger_rates(task, texts, subset, repeat):
+    """Sentences/s of ``task.predict`` at batch 1 (one call per sentence of ``subset``) and batch 64 (one call
+    over ``texts``, which the task sorts by length and runs 64 at a time)."""
     task.batch_size = 1
-    result["batch1"] = {"sentences": len(subset),
-                        **_rates(len(subset), best_times(lambda: [task.predict_raw([t]) for t in subset], repeat),
-                                 "sentences")}
+    batch1 = best_times(lambda: [task.predict([t]) for t in subset], repeat)
     task.batch_size = 64
-    result["batch64"] = {"sentences": len(texts),
-                         **_rates(len(texts), best_times(lambda: task.predict_raw(texts), repeat), "sentences")}
-    result["official_paddle_sentences_per_s"] = {"batch1": 430, "batch64": 1470}
+    batch64 = best_times(lambda: task.predict(texts), repeat)
+    return {"batch1": _rates(len(subset), batch1, "sentences"), "batch64": _rates(len(texts), batch64, "sentences")}
+
+
+def _paddle_engine(texts, subset, repeat):
+    """The official LAC package on the Paddle inference engine, when ``LAC`` and ``paddle`` are importable."""
+    try:
+        from LAC import LAC
+    except ImportError:
+        return None
+    lac = LAC(mode="lac")
+    batch1 = best_times(lambda: [lac.run(t) for t in subset], repeat)
+    batch64 = best_times(lambda: [lac.run(texts[i:i + 64]) for i in range(0, len(texts), 64)], repeat)
+    return {"batch1": _rates(len(subset), batch1, "sentences"), "batch64": _rates(len(texts), batch64, "sentences")}
+
+
+def bench_inference(texts=None, batch1_sentences=300, repeat=3, models=("lac", "lac_pku")):
+    """Sentences/s of ``zoo.load(model)`` text in -> words and tags out on ``texts`` (default: the People's
+    Daily test split), through the traced program (``static``) and eagerly (``eager``), at batch 1 over the
+    first ``batch1_sentences`` texts and batch 64 over all; beside the official Paddle engine (measured when
+    importable, else quoted) and each model's static/eager and static/engine ratios."""
+    import zoo
+    texts = peoples_daily_test_texts() if texts is None else texts
+    subset = texts[:batch1_sentences]
+    engine = _paddle_engine(texts, subset, repeat)
+    result = {"sentences": len(texts), "mean_chars": round(sum(map(len, texts)) / max(len(texts), 1), 1),
+              "paddle_engine": engine or {"quoted": PADDLE_ENGINE_QUOTED}}
+    reference = {k: (engine[k]["sentences_per_s"] if engine else PADDLE_ENGINE_QUOTED[k]) for k in ("batch1", "batch64")}
+    runtimes = {"static": {}, "eager": {"static": False}}
+    if importlib.util.find_spec("onnxruntime") and importlib.util.find_spec("onnx"):
+        runtimes["onnxruntime"] = {"runtime": "onnxruntime"}
+    for name in models:
+        rates = {mode: _tagger_rates(zoo.load(name, **options), texts, subset, repeat)
+                 for mode, options in runtimes.items()}
+        for mode in runtimes:
+            if mode != "eager":
+                rates[f"{mode}_over_eager"] = {k: round(rates[mode][k]["sentences_per_s"] /
+                                                        rates["eager"][k]["sentences_per_s"], 2) for k in reference}
+            rates[f"{mode}_over_paddle_engine"] = {k: round(rates[mode][k]["sentences_per_s"] / reference[k], 2)
+                                                   for k in reference}
+        result[name] = rates
     return result
 
 
