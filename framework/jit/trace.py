@@ -191,6 +191,9 @@ def input_leaves(named):
 
 
 def _record(layer, forward, inputs, groups):
+    seen = set()
+    inputs = [(name, array.copy() if id(array) in seen or seen.add(id(array)) else array)
+              for name, array in inputs]                    # one array given as two inputs: two slots
     tensors = iter([Tensor(array) for _, array in inputs])
     recorder = _Recorder(layer, [(name, Tensor(array)) for name, array in inputs])
     args, kwargs = [], {}

@@ -111,3 +111,14 @@ def test_control_flow_and_arrays_that_follow_the_inputs_are_refused_by_name():
     with pytest.raises(jit.TraceError, match=r"op 1 \(Multiply\) reads an array of shape \(2, 2\) that no traced "
                                              r"op made"):
         jit.trace(NumpyMask(), (numpy.random.default_rng(0).standard_normal((2, 2)).astype(numpy.float32),))
+
+
+def test_one_array_given_as_two_inputs_stays_two_inputs():
+    config, axes, feeds = FAMILIES["SimNetCNN"]
+    model = MODELS.build(config)
+    model.eval()
+    feed = feeds(numpy.random.default_rng(0))[0]
+    feed["b_lengths"] = feed["a_lengths"]                       # the same array object twice
+    program = jit.trace(model, feed, axes)
+    other = {**feed, "b_lengths": numpy.minimum(feed["a_lengths"], 1)}
+    numpy.testing.assert_array_equal(program(**other), eager(model, other))
