@@ -162,12 +162,20 @@ def viterbi_decode(emissions, transition, lengths=None, include_bos_eos_tag=True
     """
     _check_emissions("viterbi_decode", emissions, transition, rows=2 if include_bos_eos_tag else 0)
     lengths = sequence_lengths(lengths, emissions, "viterbi_decode", minimum=1)
-    e, table = emissions.data, transition.data
-    xp = backend.get_array_module(e)
-    k = e.shape[2]
-    if include_bos_eos_tag:
-        start, stop, trans = table[0], table[1], table[2:]
-    else:
-        start, stop, trans = xp.zeros(k, dtype=e.dtype), xp.zeros(k, dtype=e.dtype), table
-    scores, paths = crf_kernel.viterbi_decode(e, lengths, start, stop, trans)
-    return Tensor(scores), Tensor(paths)
+    return ViterbiDecode.apply(emissions, transition, lengths=lengths, include_bos_eos_tag=bool(include_bos_eos_tag))
+
+
+class ViterbiDecode(Function):
+    """(scores, paths) of :func:`viterbi_decode` (no gradient); attributes ``lengths`` and ``include_bos_eos_tag``,
+    so a traced program decodes inside each length as eager does."""
+
+    def forward(self, e, table):
+        k = e.shape[2]
+        if self.include_bos_eos_tag:
+            start, stop, trans = table[0], table[1], table[2:]
+        else:
+            start, stop, trans = self.xp.zeros(k, dtype=e.dtype), self.xp.zeros(k, dtype=e.dtype), table
+        return crf_kernel.viterbi_decode(e, self.lengths, start, stop, trans)
+
+    def backward(self, *grads):
+        return None, None

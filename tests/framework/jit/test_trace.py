@@ -122,3 +122,24 @@ def test_one_array_given_as_two_inputs_stays_two_inputs():
     program = jit.trace(model, feed, axes)
     other = {**feed, "b_lengths": numpy.minimum(feed["a_lengths"], 1)}
     numpy.testing.assert_array_equal(program(**other), eager(model, other))
+
+
+class Decoder(nn.Layer):
+    """A tagger that decodes in forward: Viterbi inside each length is an op, so it traces."""
+
+    def __init__(self):
+        super().__init__()
+        self.tagger = MODELS.build(FAMILIES["BiGRUCRF"][0])
+
+    def forward(self, tokens, lengths, lexicon):
+        emissions = self.tagger(tokens, lengths, lexicon=lexicon)
+        return framework.nn.functional.viterbi_decode(emissions, self.tagger.crf.transition, lengths)[1]
+
+
+def test_crf_decoding_traces_and_honours_lengths():
+    model = Decoder()
+    model.eval()
+    feeds = FAMILIES["BiGRUCRF"][2](numpy.random.default_rng(0))
+    program = jit.trace(model, feeds[0], FAMILIES["BiGRUCRF"][1])
+    for feed in feeds:
+        numpy.testing.assert_array_equal(program(**feed), eager(model, feed))
