@@ -10,7 +10,9 @@ People's Daily test sentences of median length, ``senta_bilstm``,
 ``senta_cnn`` and ``simnet_cnn_pointwise`` on texts of 32 tokens, ResNet-50 on
 224 x 224 images and ``tsm_synth`` on clips of its own size (6 frames of 112 x 112). Run it once with
 one thread and once with two (``OPENBLAS_NUM_THREADS=1|2 OMP_NUM_THREADS=1|2``).
-Median of several runs after a warm-up.
+Median of several runs after a warm-up. ``lac_agreement`` counts the People's
+Daily test lines on which ``lac`` and ``lac_pku`` give the same words and tags
+through ONNX Runtime as through oar.
 """
 import os
 import tempfile
@@ -102,9 +104,23 @@ def _zoo_feeds(quick):
     return found
 
 
+def lac_agreement(texts, models=("lac", "lac_pku")):
+    """``{model: {lines, identical}}``: on how many of ``texts`` the words and tags through ONNX Runtime are
+    those of the oar static path (``zoo.load(model, runtime="onnxruntime")`` against ``zoo.load(model)``)."""
+    import zoo
+    result = {}
+    for name in models:
+        ours, theirs = zoo.load(name).predict(texts), zoo.load(name, runtime="onnxruntime").predict(texts)
+        result[name] = {"lines": len(texts), "identical": sum(a == b for a, b in zip(ours, theirs))}
+    return result
+
+
 def run_all(quick=False):
-    """Every network of the module docstring (``quick``: no ResNet-50, fewer repeats)."""
+    """Every network of the module docstring (``quick``: no ResNet-50, fewer repeats), and the LAC words-and-tags
+    agreement of ONNX Runtime with oar over the People's Daily test split (``quick``: 200 lines)."""
+    from .lac import peoples_daily_test_texts
     threads = os.environ.get("OAR_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS") or "default"
     return {"threads": threads,
             "networks": [bench_runtimes(name, model, feed, axes, repeat=2 if quick else 5)
-                         for name, model, feed, axes in _zoo_feeds(quick)]}
+                         for name, model, feed, axes in _zoo_feeds(quick)],
+            "lac_agreement": lac_agreement(peoples_daily_test_texts(200 if quick else None))}
