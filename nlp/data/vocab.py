@@ -14,7 +14,7 @@ from collections.abc import Mapping
 import numpy
 
 from framework.serialization import atomic_write
-from .text import TextFormatError, check_unique_lines, read_utf8_lines
+from .text import TextFormatError, check_unique_lines, code_points, read_utf8_lines
 
 __all__ = ["Vocab", "TagSet"]
 
@@ -37,6 +37,7 @@ class Vocab:
         self.pad, self.unk = pad, unk
         self._tokens = [pad, unk]
         self._index = {pad: self.PAD_ID, unk: self.UNK_ID}
+        self._char_table = None              # code point -> id, built by char_ids
         for token in tokens:
             if not isinstance(token, str) or not token:
                 raise ValueError(f"Vocab: tokens must be non-empty strings, got {token!r}")
@@ -96,13 +97,30 @@ class Vocab:
 
         Unknown tokens get ``UNK_ID``.
         """
-        if not isinstance(tokens, str):
-            tokens = list(tokens)
-            bad = next((t for t in tokens if not isinstance(t, str)), None)
-            if bad is not None:
-                raise TypeError(f"Vocab.encode: tokens must be strings, got {type(bad).__name__} {bad!r}")
+        if isinstance(tokens, str):
+            return self.char_ids(code_points(tokens))
+        tokens = list(tokens)
+        bad = next((t for t in tokens if not isinstance(t, str)), None)
+        if bad is not None:
+            raise TypeError(f"Vocab.encode: tokens must be strings, got {type(bad).__name__} {bad!r}")
         return numpy.fromiter(map(self._index.get, tokens, itertools.repeat(self.UNK_ID)),
                               dtype=numpy.int64, count=len(tokens))
+
+    def char_ids(self, codes):
+        """Ids of the characters with code points ``codes`` (n,) int64 (:func:`~nlp.data.text.code_points`):
+        int64 array (n,), ``UNK_ID`` for characters that are not tokens.
+
+        A table indexed by code point (one int32 per code point up to the largest one-character token, built
+        on the first call) makes this one NumPy lookup.
+        """
+        if self._char_table is None:
+            chars = [(ord(token), i) for i, token in enumerate(self._tokens) if len(token) == 1]
+            points = numpy.array([point for point, _ in chars], dtype=numpy.int64)
+            self._char_table = numpy.full(int(points.max(initial=-1)) + 2, self.UNK_ID, dtype=numpy.int32)
+            self._char_table[points] = [i for _, i in chars]          # the last entry stays UNK_ID
+        table = self._char_table
+        known = (codes >= 0) & (codes < len(table))
+        return table[numpy.where(known, codes, len(table) - 1)].astype(numpy.int64)
 
     def decode(self, ids):
         """Tokens of ``ids`` (a sequence or integer array (n,)): a list of n str."""

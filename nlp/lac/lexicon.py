@@ -39,6 +39,7 @@ __all__ = ["DEFAULT_MAX_LEN", "load_lexicon", "save_lexicon", "LexiconFeatures",
 DEFAULT_MAX_LEN = 6                     # K: the longest word length with features by default
 
 _MULTIPLIER = 0x9E3779B97F4A7C15        # odd, so multiplication modulo 2^64 loses no information
+_LAST = 2 ** 64 - 1                     # the largest 64-bit hash
 
 
 def save_lexicon(words, path):
@@ -139,7 +140,8 @@ class _Matcher:
     with one sorted table per length k holding the hashes of the blocks' words
     of length k and of the first k characters of their longer words, each with
     flags: bit b (block b has a word of length k with this hash) and bit B (a
-    longer word begins with it). The windows starting at every position are
+    longer word begins with it); the largest hash ends every table (with no
+    flags unless a word has it), so a search never runs past the end. The windows starting at every position are
     looked up at length 2, and a window grows by one id only where it is the
     beginning of a longer word, so most positions need one or two lookups.
     End and middle flags are the start flags moved right along the row.
@@ -154,12 +156,14 @@ class _Matcher:
         self._num_blocks = num_blocks
         tables = []                                      # per length k = 2..K: (sorted hashes, flags), uint64
         for k in range(2, self.max_len + 1):
-            hashes, flags = [numpy.zeros(0, dtype=numpy.uint64)], [numpy.zeros(0, dtype=numpy.uint64)]
+            hashes, flags = [], []
             for b, block in enumerate(blocks):
                 for length, ids in block.word_ids.items():
                     if length >= k:
                         hashes.append(_row_hashes(ids[:, :k]))
                         flags.append(numpy.full(len(ids), 1 << (b if length == k else num_blocks), numpy.uint64))
+            hashes.append(numpy.full(1, _LAST, dtype=numpy.uint64))      # the largest hash, so every search lands
+            flags.append(numpy.zeros(1, dtype=numpy.uint64))             # inside the table
             table, owner = numpy.unique(numpy.concatenate(hashes), return_inverse=True)
             merged = numpy.zeros(len(table), dtype=numpy.uint64)
             numpy.bitwise_or.at(merged, owner.reshape(-1), numpy.concatenate(flags))
@@ -198,10 +202,10 @@ class _Matcher:
         hashes = padded[at]
         block_bits = xp.uint64((1 << self._num_blocks) - 1)
         for k, (table, flags) in enumerate(tables, start=2):
-            if not len(table) or not len(at):
+            if not len(at):
                 break
             hashes = hashes * xp.uint64(_MULTIPLIER) + padded[at + (k - 1)]      # windows of length k
-            slots = xp.minimum(xp.searchsorted(table, hashes), len(table) - 1)
+            slots = xp.searchsorted(table, hashes)
             found = xp.where(table[slots] == hashes, flags[slots], xp.uint64(0))
             starts[at] |= (found & block_bits) << xp.uint64((k - 2) * self._num_blocks)
             longer = (found >> xp.uint64(self._num_blocks)).astype(bool)

@@ -1,16 +1,44 @@
 """Text -> model input ids for lexical analysis: LAC's official mixed word/character ids, or plain characters.
 
-A preprocessor has one method, ``encode(text) -> (ids, word_lengths)``: ``ids``
-a list of int token ids and ``word_lengths`` a list of the same length saying
-how many characters of ``text`` each id covers (they sum to ``len(text)``).
+A preprocessor (a :class:`Preprocessor`) has two methods:
+
+- ``encode(text) -> (ids, word_lengths)``: ``ids`` a list of int token ids and
+  ``word_lengths`` a list of the same length saying how many characters of
+  ``text`` each id covers (they sum to ``len(text)``);
+- ``encode_batch(texts) -> (ids, sizes, word_lengths)``: the same for a list
+  of texts, as int64 arrays: the ids of all texts end to end (M,), the number
+  of ids of each text (n,) and the characters each id covers (M,).
+
 The tagger predicts one tag per id; the task expands each to its characters.
 """
-from nlp.data.text import full_to_half
+import itertools
 
-__all__ = ["OfficialPreprocessor", "CharPreprocessor"]
+import numpy
+
+from nlp.data.text import code_points, full_to_half_codes
+
+__all__ = ["Preprocessor", "OfficialPreprocessor", "CharPreprocessor"]
 
 
-class OfficialPreprocessor:
+class Preprocessor:
+    """The preprocessor interface (module docstring); :meth:`encode_batch` defaults to :meth:`encode` per text."""
+
+    def encode(self, text):
+        """(ids, word_lengths) of ``text`` (str), as two lists of int."""
+        raise NotImplementedError
+
+    def encode_batch(self, texts):
+        """(ids (M,), sizes (n,), word_lengths (M,)) int64 of ``texts`` (list of n str), ids end to end."""
+        encoded = [self.encode(text) for text in texts]
+        sizes = numpy.fromiter(map(len, (ids for ids, _ in encoded)), dtype=numpy.int64, count=len(encoded))
+        total = int(sizes.sum())
+        ids = numpy.fromiter(itertools.chain.from_iterable(ids for ids, _ in encoded), dtype=numpy.int64, count=total)
+        lengths = numpy.fromiter(itertools.chain.from_iterable(lengths for _, lengths in encoded), dtype=numpy.int64,
+                                 count=total)
+        return ids, sizes, lengths
+
+
+class OfficialPreprocessor(Preprocessor):
     """LAC's ``texts2tensor`` for one text: coarse segmentation, then ``Dataset.text_to_ids``.
 
     Each piece of :meth:`CoarseSegmenter.cut` that is a key of ``word2id`` (the
@@ -53,11 +81,11 @@ class OfficialPreprocessor:
         return ids, lengths
 
 
-class CharPreprocessor:
+class CharPreprocessor(Preprocessor):
     """One id per character: :func:`~nlp.data.text.full_to_half`, then ``vocab`` (unknown characters get its unk id).
 
     Args:
-        vocab: a :class:`~nlp.data.vocab.Vocab` of characters (``encode(str) -> int64 array``).
+        vocab: a :class:`~nlp.data.vocab.Vocab` of characters (its ``char_ids`` maps code points to ids).
     """
 
     def __init__(self, vocab):
@@ -65,4 +93,12 @@ class CharPreprocessor:
 
     def encode(self, text):
         """(ids, word_lengths) of ``text`` (str): one id per character, every length 1."""
-        return self.vocab.encode(full_to_half(text)).tolist(), [1] * len(text)
+        ids, _, lengths = self.encode_batch([text])
+        return ids.tolist(), lengths.tolist()
+
+    def encode_batch(self, texts):
+        """(ids (M,), sizes (n,), word_lengths (M,)) int64 of ``texts`` (list of n str): one id per character,
+        all texts converted together."""
+        sizes = numpy.fromiter(map(len, texts), dtype=numpy.int64, count=len(texts))
+        ids = self.vocab.char_ids(full_to_half_codes(code_points("".join(texts))))
+        return ids, sizes, numpy.ones(len(ids), dtype=numpy.int64)

@@ -2,9 +2,9 @@
 
 The model (e.g. :class:`~nlp.lac.model.BiGRUCRF`) scores every tag at every
 input id; the task trains it with the CRF negative log-likelihood and decodes
-with Viterbi. Raw text goes through a *preprocessor* (``encode(text) -> (ids,
-word_lengths)``: the official LAC one, which mixes word and character ids, or
-a character one, see :mod:`nlp.lac.preprocess`); each predicted tag is then
+with Viterbi. Raw text goes through a *preprocessor* (``encode_batch(texts) ->
+(ids, sizes, word_lengths)``: the official LAC one, which mixes word and
+character ids, or a character one, see :mod:`nlp.lac.preprocess`); each predicted tag is then
 expanded to the characters its id covers and the characters are grouped into
 words with LAC's rules (``Model.parse_result``):
 
@@ -40,6 +40,14 @@ sentence-ending punctuation where possible (:func:`nlp.data.text.split_points`),
 the chunks are tagged independently (batched together) and their character
 tags joined before the user dictionary and the grouping are applied, so memory
 stays bounded for any input size.
+
+The raw-text path works on whole batches in NumPy: all texts are encoded in
+one call, each batch's paths become per-character tag ids (an id of tag ``t``
+covering k characters: ``t``, then k - 1 times the id of ``t[:-2] + "-I"``),
+and the words of all texts are found at once from a per-tag-id "opens a word"
+flag, the whitespace positions and a per-tag-id label; Python then only cuts
+the words out of the text. A user dictionary rewrites tags by name, so with
+one the tags of each text are spelt out and grouped by :func:`group_words`.
 
 **Lexicon features.** With ``lexicon_file`` the task matches that word list
 (or each of a list of word lists, their features side by side in list order,
@@ -88,24 +96,31 @@ from .model import BiGRUCRF
 from .official import read_official
 from .preprocess import CharPreprocessor
 
-__all__ = ["LexicalAnalysis", "TaggingCollator", "expand_tags", "group_words", "load_official",
-           "load_official_task"]
-
-
-def expand_tags(tags, word_lengths):
-    """Per-character tags from per-id ``tags`` (list of str) and the characters each id covers (list of int).
-
-    An id of tag ``t`` covering k characters gives ``[t] + [t[:-2] + "-I"] * (k - 1)``.
-    """
-    chars = []
-    for tag, length in zip(tags, word_lengths):
-        chars.append(tag)
-        if length > 1:
-            chars.extend([tag[:-2] + "-I"] * (length - 1))
-    return chars
+__all__ = ["LexicalAnalysis", "TaggingCollator", "group_words", "load_official", "load_official_task"]
 
 
 _WHITESPACE = re.compile(r"\s")
+
+
+def _word_spans(text, opens):
+    """(begins, ends) int64 (W,) of the words of ``text`` (str of n characters) by LAC's grouping rule.
+
+    ``opens`` (n,) bool is True where a character's tag opens a word (it ends in
+    ``B`` or ``S``, or the character begins a text). Whitespace ends the word
+    before it and belongs to no word, and the character after it opens one.
+    """
+    spaces = [match.start() for match in _WHITESPACE.finditer(text)]
+    if not spaces:
+        begins = numpy.flatnonzero(opens)
+        return begins, numpy.append(begins, len(text))[1:]
+    space = numpy.zeros(len(text), dtype=bool)
+    space[spaces] = True
+    after_space = numpy.zeros_like(space)
+    after_space[1:] = space[:-1]
+    opens = (opens | after_space) & ~space
+    bounds = numpy.flatnonzero(opens | space)                  # where a word begins or a space ends one
+    begins = numpy.flatnonzero(opens)
+    return begins, numpy.append(bounds, len(text))[numpy.searchsorted(bounds, begins, side="right")]
 
 
 def group_words(text, char_tags):
@@ -115,23 +130,41 @@ def group_words(text, char_tags):
     dropped, and the character after it starts a new word. Both lists have one
     entry per word; ``"".join(words)`` is ``text`` without its whitespace.
     """
-    if not _WHITESPACE.search(text):
-        starts = [i for i, tag in enumerate(char_tags) if i == 0 or tag.endswith(("B", "S"))]
-        ends = starts[1:] + [len(text)] if starts else []
-        return [text[a:b] for a, b in zip(starts, ends)], [char_tags[b - 1][:-2] for b in ends]
-    words, labels, start = [], [], None
-    for i, (char, tag) in enumerate(zip(text, char_tags)):
-        if char.isspace() or (start is not None and tag.endswith(("B", "S"))):
-            if start is not None:
-                words.append(text[start:i])
-                labels.append(char_tags[i - 1][:-2])
-            start = None
-        if start is None and not char.isspace():
-            start = i
-    if start is not None:
-        words.append(text[start:len(char_tags)])
-        labels.append(char_tags[len(char_tags) - 1][:-2])
-    return words, labels
+    opens = numpy.fromiter((tag.endswith(("B", "S")) for tag in char_tags), dtype=bool, count=len(char_tags))
+    opens[:1] = True
+    begins, ends = _word_spans(text, opens)
+    return ([text[a:b] for a, b in zip(begins.tolist(), ends.tolist())],
+            [char_tags[b - 1][:-2] for b in ends.tolist()])
+
+
+def _ranges(firsts, sizes):
+    """Indices (sum(sizes),) int64 of the ranges ``[firsts[i], firsts[i] + sizes[i])`` end to end."""
+    return numpy.arange(int(sizes.sum())) + numpy.repeat(firsts - (numpy.cumsum(sizes) - sizes), sizes)
+
+
+class _CharTags:
+    """Per-character tags as ids: the task's tag names, then each ``X-I`` form (``tag[:-2] + "-I"``) that is not
+    a tag name. An id of tag ``t`` covering k characters tags them ``t``, then k - 1 times ``t[:-2] + "-I"``.
+
+    Attributes, indexed by those ids: ``names`` (str), ``opens`` (bool: the name ends in ``B`` or ``S``)
+    and ``labels`` (object: the name without its last two characters, ``"n-I"`` -> ``"n"``, ``"O"`` -> ``""``);
+    ``inside`` (int64 (K,)), indexed by tag id, is the id of the tag's ``X-I`` form.
+    """
+
+    def __init__(self, tag_names):
+        self.tag_names = list(tag_names)
+        self.names = list(tag_names)
+        index = {}
+        for i, name in enumerate(self.names):
+            index.setdefault(name, i)
+        for name in tag_names:
+            form = name[:-2] + "-I"
+            if form not in index:
+                index[form] = len(self.names)
+                self.names.append(form)
+        self.inside = numpy.array([index[name[:-2] + "-I"] for name in tag_names], dtype=numpy.int64)
+        self.opens = numpy.array([name.endswith(("B", "S")) for name in self.names], dtype=bool)
+        self.labels = numpy.array([name[:-2] for name in self.names], dtype=object)
 
 
 class TaggingCollator:
@@ -151,7 +184,7 @@ class LexicalAnalysis(Task):
         model: a tagger whose ``forward(tokens (N, T), lengths (N,))`` returns
             emissions (N, T, K) and whose ``crf`` holds the (K+2, K) transition
             (:class:`~nlp.lac.model.BiGRUCRF`).
-        preprocessor: text -> ids (``encode(text) -> (ids, word_lengths)``); needed for raw text only.
+        preprocessor: text -> ids, a :class:`~nlp.lac.preprocess.Preprocessor`; needed for raw text only.
         tag_names: the K tag names in id order (``"n-B"`` ...); None: the People's Daily tag set.
         vocab_file: a saved character :class:`~nlp.data.vocab.Vocab`; builds a
             :class:`~nlp.lac.preprocess.CharPreprocessor` when ``preprocessor`` is None.
@@ -213,6 +246,7 @@ class LexicalAnalysis(Task):
         self._metrics = metrics
         self.constrain_decoding = bool(constrain_decoding)
         self._forbidden = None                               # (tag names, penalty array), built on first use
+        self._char_tags = None                               # the _CharTags of tag_names, built on first use
         self.collate_fn = TaggingCollator()
 
     def _lexicon_features(self, lexicon_file, max_len):
@@ -327,12 +361,15 @@ class LexicalAnalysis(Task):
 
     # ---- raw text ------------------------------------------------------------------
     def _raw_tools(self):
-        """(preprocessor, tag names) for raw text; a clear error when the task was built without them."""
+        """(preprocessor, :class:`_CharTags` of the tag names) for raw text; a clear error when the task was
+        built without a preprocessor."""
         if self.preprocessor is None:
             raise ValueError("LexicalAnalysis: raw text needs a preprocessor (give preprocessor= or vocab_file=)")
         if self.tag_names is None:
             self.tag_names = list(PEOPLES_DAILY_TAGSET.names)
-        return self.preprocessor, self.tag_names
+        if self._char_tags is None or self._char_tags.tag_names != self.tag_names:
+            self._char_tags = _CharTags(self.tag_names)
+        return self.preprocessor, self._char_tags
 
     @staticmethod
     def _check_texts(inputs):
@@ -345,42 +382,62 @@ class LexicalAnalysis(Task):
         return list(inputs)
 
     def preprocess(self, inputs):
-        """A batch of non-empty texts (list of str) -> ``{"tokens" (N, T) int64, "tokens_lengths" (N,),
-        "texts" (list), "word_lengths" (list of lists of int)}``."""
+        """A batch of non-empty texts (list of n str) -> ``{"tokens" (n, T) int64, "tokens_lengths" (n,),
+        "texts" (list), "word_lengths" (M,) int64}``: the characters each id covers, the texts' ids end to end."""
         texts = self._check_texts(inputs)
         preprocessor, _ = self._raw_tools()
         empty = next((i for i, text in enumerate(texts) if not text), None)
         if empty is not None:
             raise ValueError(f"LexicalAnalysis.preprocess: input {empty} is empty (predict_raw handles empty texts)")
-        return self._batch(texts, [preprocessor.encode(text) for text in texts])
+        return self._batch(texts, *preprocessor.encode_batch(texts))
 
     @staticmethod
-    def _batch(texts, encoded):
-        """The :meth:`preprocess` batch of ``texts`` from their ``(ids, word_lengths)`` pairs (ids padded with 0)."""
-        lengths = numpy.fromiter((len(ids) for ids, _ in encoded), dtype=numpy.int64, count=len(encoded))
-        tokens = numpy.zeros((len(encoded), int(lengths.max(initial=1))), dtype=numpy.int64)
-        for row, (ids, _) in enumerate(encoded):
-            tokens[row, :len(ids)] = ids
-        return {"tokens": tokens, "tokens_lengths": lengths, "texts": list(texts),
-                "word_lengths": [word_lengths for _, word_lengths in encoded]}
+    def _batch(texts, ids, sizes, word_lengths):
+        """The :meth:`preprocess` batch of ``texts`` (n str) from their ids end to end (M,) int64, the ids of each
+        text (n,) and the characters each id covers (M,) (ids padded with 0)."""
+        tokens = numpy.zeros((len(texts), int(sizes.max(initial=1))), dtype=numpy.int64)
+        tokens[numpy.arange(tokens.shape[1]) < sizes[:, None]] = ids
+        return {"tokens": tokens, "tokens_lengths": sizes, "texts": list(texts), "word_lengths": word_lengths}
 
-    def _char_tags(self, outputs):
-        """Per-character tag names of each text of a :meth:`predict_batch` output (list of lists of str)."""
-        _, tag_names = self._raw_tools()
+    def _char_tag_ids(self, outputs):
+        """The per-character tag ids (:class:`_CharTags`) of the texts of a :meth:`predict_batch` output, end to
+        end: int64 (characters,)."""
+        _, char_tags = self._raw_tools()
         paths, lengths = to_numpy(outputs["tags"]), to_numpy(outputs["lengths"])
-        return [expand_tags([tag_names[i] for i in path[:length].tolist()], word_lengths)
-                for path, length, word_lengths in zip(paths, lengths, outputs["word_lengths"])]
+        word_lengths = to_numpy(outputs["word_lengths"])
+        per_id = paths[numpy.arange(paths.shape[1]) < lengths[:, None]]            # (ids,) rows end to end
+        if int(word_lengths.sum()) == len(per_id):                               # one character per id
+            return per_id
+        per_char = numpy.repeat(per_id, word_lengths)
+        later = numpy.ones(len(per_char), dtype=bool)
+        later[numpy.cumsum(word_lengths) - word_lengths] = False          # an id's first character keeps its tag
+        return numpy.where(later, char_tags.inside[per_char], per_char)
 
-    def _analyse(self, text, char_tags):
-        """``{"words", "tags"}`` of ``text`` from its per-character tags, after the user dictionary."""
-        if self.customization is not None:
-            self.customization.apply(text, char_tags)
-        words, tags = group_words(text, char_tags)
-        return {"words": words, "tags": tags}
+    def _results(self, texts, char_ids):
+        """``[{"words": [...], "tags": [...]}]`` of ``texts`` (list of str) from the per-character tag ids of all
+        of them end to end (:meth:`_char_tag_ids`), after the user dictionary, by LAC's grouping rule."""
+        _, char_tags = self._raw_tools()
+        lengths = numpy.fromiter(map(len, texts), dtype=numpy.int64, count=len(texts))
+        firsts = numpy.cumsum(lengths) - lengths
+        if self.customization is not None:                   # the dictionary rewrites tags by name, text by text
+            results = []
+            for text, first in zip(texts, firsts.tolist()):
+                tags = [char_tags.names[i] for i in char_ids[first:first + len(text)].tolist()]
+                words, labels = group_words(text, self.customization.apply(text, tags))
+                results.append({"words": words, "tags": labels})
+            return results
+        joined = "".join(texts)
+        opens = char_tags.opens[char_ids]
+        opens[firsts[lengths > 0]] = True
+        begins, ends = _word_spans(joined, opens)
+        words = [joined[a:b] for a, b in zip(begins.tolist(), ends.tolist())]
+        labels = char_tags.labels[char_ids[ends - 1]].tolist()
+        cuts = numpy.searchsorted(begins, numpy.append(firsts, len(joined))).tolist()   # each text's first word
+        return [{"words": words[a:b], "tags": labels[a:b]} for a, b in zip(cuts[:-1], cuts[1:])]
 
     def postprocess(self, outputs):
         """A :meth:`predict_batch` output of a :meth:`preprocess` batch -> ``[{"words": [...], "tags": [...]}]``."""
-        return [self._analyse(text, tags) for text, tags in zip(outputs["texts"], self._char_tags(outputs))]
+        return self._results(outputs["texts"], self._char_tag_ids(outputs))
 
     def _batches(self, sizes):
         """Groups of indices into ``sizes`` (ids per text), shortest first: at most ``batch_size`` texts and
@@ -397,24 +454,21 @@ class LexicalAnalysis(Task):
         """Analyse a list of str: ``[{"words": [...], "tags": [...]}]`` in input order (see the module docstring)."""
         texts = self._check_texts(inputs)
         preprocessor, _ = self._raw_tools()
-        chunks, owners = [], []                              # chunk texts and the input each belongs to
-        for index, text in enumerate(texts):
-            for start, end in split_points(text, self.max_chunk_len):
-                chunks.append(text[start:end])
-                owners.append(index)
-        encoded = [preprocessor.encode(chunk) for chunk in chunks]
-        char_tags = [None] * len(chunks)
+        chunks = [text[start:end] for text in texts for start, end in split_points(text, self.max_chunk_len)]
+        ids, sizes, word_lengths = preprocessor.encode_batch(chunks)          # the chunks' ids end to end
+        id_firsts = numpy.cumsum(sizes) - sizes
+        chars = numpy.fromiter(map(len, chunks), dtype=numpy.int64, count=len(chunks))
+        char_firsts = numpy.cumsum(chars) - chars
+        char_ids = numpy.zeros(int(chars.sum()), dtype=numpy.int64)    # the chunks end to end are the texts
         self.model.eval()
         with no_grad():
-            for members in self._batches([len(ids) for ids, _ in encoded]):
-                batch = self._batch([chunks[c] for c in members], [encoded[c] for c in members])
-                for c, tags in zip(members, self._char_tags(self.predict_batch(to_tensors(batch, device)))):
-                    char_tags[c] = tags
-        joined = [[] for _ in texts]
-        for owner, tags in zip(owners, char_tags):
-            joined[owner].extend(tags)
-        return [self._analyse(text, tags) if text else {"words": [], "tags": []}
-                for text, tags in zip(texts, joined)]
+            for members in self._batches(sizes.tolist()):
+                members = numpy.array(members)
+                at = _ranges(id_firsts[members], sizes[members])
+                batch = self._batch([chunks[c] for c in members], ids[at], sizes[members], word_lengths[at])
+                outputs = self.predict_batch(to_tensors(batch, device))
+                char_ids[_ranges(char_firsts[members], chars[members])] = self._char_tag_ids(outputs)
+        return self._results(texts, char_ids)
 
 
 def load_official(model_dir=None, cache_dir=None, use_cache=True):

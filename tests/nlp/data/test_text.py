@@ -1,7 +1,10 @@
 """nlp.data.text: UTF-8 line reading, full-width → half-width, cutting long sequences."""
 import pytest
 
-from nlp.data.text import TextFormatError, full_to_half, read_utf8_lines, split_long, split_points
+import numpy
+
+from nlp.data.text import (TextFormatError, code_points, full_to_half, full_to_half_codes, read_utf8_lines, split_long,
+                           split_points)
 
 
 def test_full_to_half_maps_the_full_width_block_and_ideographic_space():
@@ -14,6 +17,15 @@ def test_full_to_half_keeps_everything_else_and_the_length():
     text = "。、“”——中国abc 12～\uff5f\uff00"          # U+FF5F and U+FF00 lie just outside the block
     assert full_to_half(text) == "。、“”——中国abc 12~\uff5f\uff00"
     assert len(full_to_half(text)) == len(text)
+
+
+def test_full_to_half_on_code_points_equals_full_to_half():
+    text = "".join(chr(c) for c in range(0x3000 - 2, 0x3003)) + "".join(chr(c) for c in range(0xFF00, 0xFF61)) + \
+        "中国abc\ud800😀"                                            # a lone surrogate and an emoji too
+    assert code_points(text).tolist() == [ord(c) for c in text]
+    assert full_to_half_codes(code_points(text)).tolist() == [ord(c) for c in full_to_half(text)]
+    assert code_points(["a", "bc", "中"]).tolist() == [97, -1, 0x4E2D]
+    assert full_to_half_codes(numpy.zeros(0, dtype=numpy.int64)).shape == (0,)
 
 
 def test_full_to_half_rejects_non_strings():

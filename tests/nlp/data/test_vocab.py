@@ -35,6 +35,14 @@ def test_encode_decode():
     assert vocab.id_of("我") == 2 and vocab.id_of("你") == 1 and "们" in vocab
 
 
+def test_characters_are_looked_up_by_code_point():
+    vocab = Vocab(["中", "国", "ab", "😀", "\ud800"])                # a multi-character token is never a character
+    text = "中国ab😀x\ud800国"
+    assert vocab.encode(text).tolist() == [vocab.id_of(c) for c in text] == [2, 3, 1, 1, 5, 1, 6, 3]
+    assert vocab.char_ids(numpy.array([-1, 0x4E2D, 0x10FFFF])).tolist() == [Vocab.UNK_ID, 2, Vocab.UNK_ID]
+    assert Vocab([]).encode("中").tolist() == [Vocab.UNK_ID] and vocab.encode("").shape == (0,)
+
+
 def test_bad_tokens_and_ids():
     vocab = Vocab(["a"])
     with pytest.raises(TypeError, match="tokens must be strings, got int 3"):

@@ -13,7 +13,7 @@ from framework.registry import TASKS
 from nlp.data.vocab import TagSet, Vocab
 from nlp.lac.model import BiGRUCRF
 from nlp.lac.preprocess import CharPreprocessor
-from nlp.lac.task import LexicalAnalysis, expand_tags, group_words
+from nlp.lac.task import LexicalAnalysis, group_words
 
 CHARS = "今天是个好日子我爱北京。"
 TAGS = TagSet.from_pos(["n", "v", "w"])
@@ -34,8 +34,18 @@ def training_batch(task):
     return to_tensors(task.collate_fn(samples))
 
 
+def _char_tags(task, outputs):
+    """The per-character tag names of a predict_batch output's texts, end to end."""
+    names = task._raw_tools()[1].names
+    return [names[i] for i in task._char_tag_ids(outputs).tolist()]
+
+
 def test_expand_and_group_follow_lac_rules():
-    assert expand_tags(["n-B", "v-B", "O"], [2, 1, 3]) == ["n-B", "n-I", "v-B", "O", "-I", "-I"]
+    # an id of tag t covering k characters tags them t, then k - 1 times t[:-2] + "-I" (a tag name or not)
+    task = LexicalAnalysis(None, preprocessor=CharPreprocessor(Vocab(list(CHARS))), tag_names=["n-B", "v-B", "O"])
+    outputs = {"tags": numpy.array([[0, 1, 2], [1, 0, 0]]), "lengths": numpy.array([3, 1]),
+               "word_lengths": numpy.array([2, 1, 3, 2])}
+    assert _char_tags(task, outputs) == ["n-B", "n-I", "v-B", "O", "-I", "-I", "v-B", "v-I"]
     assert group_words("甲乙丙丁戊", ["n-B", "n-I", "v-I", "O", "a-B"]) == (["甲乙丙丁", "戊"], ["", "a"])
     assert group_words("甲乙", ["O", "n-I"]) == (["甲乙"], ["n"])
     assert group_words("甲乙", ["x-S", "y-S"]) == (["甲", "乙"], ["x", "y"])
@@ -51,6 +61,36 @@ def test_whitespace_ends_words_and_is_never_one():
     assert group_words("甲 乙丙", ["n-B", "w-B", "n-I", "v-B"]) == (["甲", "乙", "丙"], ["n", "n", "v"])
 
 
+def _reference_grouping(text, char_tags):
+    """LAC's grouping rule with the whitespace rule, one character at a time."""
+    words, labels, start = [], [], None
+    for i, (char, tag) in enumerate(zip(text, char_tags)):
+        if char.isspace() or (start is not None and tag.endswith(("B", "S"))):
+            if start is not None:
+                words.append(text[start:i])
+                labels.append(char_tags[i - 1][:-2])
+            start = None
+        if start is None and not char.isspace():
+            start = i
+    if start is not None:
+        words.append(text[start:])
+        labels.append(char_tags[-1][:-2])
+    return words, labels
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_grouping_of_many_texts_at_once_equals_the_one_character_at_a_time_rule(seed):
+    rng = numpy.random.default_rng(seed)
+    names = ["n-B", "n-I", "v-B", "v-I", "w-S", "O"]
+    task = LexicalAnalysis(None, preprocessor=CharPreprocessor(Vocab(list(CHARS))), tag_names=names)
+    texts = ["".join(rng.choice(list("甲乙丙丁 \t\u3000"), size=rng.integers(0, 12))) for _ in range(40)]
+    tag_ids = [rng.integers(0, len(names), size=len(text)) for text in texts]
+    expected = [_reference_grouping(text, [names[i] for i in ids]) for text, ids in zip(texts, tag_ids)]
+    assert [group_words(text, [names[i] for i in ids]) for text, ids in zip(texts, tag_ids)] == expected
+    results = task._results(texts, numpy.concatenate(tag_ids).astype(numpy.int64))
+    assert [(r["words"], r["tags"]) for r in results] == expected
+
+
 def test_predictions_never_hold_whitespace_and_still_follow_the_input():
     task = make_task()
     texts = ["今天 是个 好日子", " 我爱北京。 ", "北京\t是个\u3000好日子", "   "]
@@ -62,7 +102,7 @@ def test_predictions_never_hold_whitespace_and_still_follow_the_input():
         assert [item.rsplit("/", 1)[0] for item in line.split()] == result["words"]   # word/tag output splits
     # the model sees the spaces (as the official LAC does): grouping drops them from the same character tags
     text = texts[0]
-    char_tags = task._char_tags(task.predict_batch(to_tensors(task.preprocess([text]))))[0]
+    char_tags = _char_tags(task, task.predict_batch(to_tensors(task.preprocess([text]))))
     assert len(char_tags) == len(text)
     assert task.predict_raw([text])[0] == dict(zip(("words", "tags"), group_words(text, char_tags)))
 
@@ -127,7 +167,7 @@ def test_long_texts_are_cut_into_chunks_and_joined():
     chunk_tags = []
     for chunk in chunks:
         outputs = task.predict_batch(to_tensors(task.preprocess([chunk])))
-        chunk_tags.extend(task._char_tags(outputs)[0])
+        chunk_tags.extend(_char_tags(task, outputs))
     words, tags = group_words(text, chunk_tags)
     assert task.predict_raw([text]) == [{"words": words, "tags": tags}]
     assert task._batches([5, 3, 5, 1]) == [[3, 1], [0], [2]]

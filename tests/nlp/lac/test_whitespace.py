@@ -14,7 +14,8 @@ def _pairs(result):
 
 def _official_grouping(task, text):
     """Words as Baidu's ``Model.parse_result`` groups the same character tags (no whitespace rule)."""
-    tags = task._char_tags(task.predict_batch(to_tensors(task.preprocess([text]))))[0]
+    names = task._raw_tools()[1].names
+    tags = [names[i] for i in task._char_tag_ids(task.predict_batch(to_tensors(task.preprocess([text])))).tolist()]
     starts = [i for i, tag in enumerate(tags) if i == 0 or tag.endswith(("B", "S"))]
     return [text[a:b] for a, b in zip(starts, starts[1:] + [len(text)])]
 
