@@ -210,6 +210,8 @@ class LexicalAnalysis(Task):
     (:attr:`collate_fn` pads them).
     """
 
+    dynamic_axes = {"tokens": {0: "batch", 1: "seq"}, "lengths": {0: "batch"}, "lexicon": {0: "batch", 1: "seq"}}
+
     def __init__(self, model, preprocessor=None, tag_names=None, vocab_file: str = None, tag_file: str = None,
                  tagged_file: str = None, customization=None, batch_size: int = 64, max_chunk_len: int = 10000,
                  max_batch_tokens: int = 8192, lexicon_file=None, lexicon_max_len: int = DEFAULT_MAX_LEN,
