@@ -25,7 +25,7 @@ from ..ops.conv import ConvNd
 from ..ops.linalg import Linear
 from ..ops.math import Cast, Identity
 from ..ops.norm import BatchNorm
-from .template import Ref, Size, SliceTemplate, has_markers, ref_slots, resolve
+from .template import Ref, follows_sizes, has_markers, ref_slots, resolve
 
 __all__ = ["optimize", "DEFAULT_PASSES", "EXACT_PASSES", "PASSES"]
 
@@ -139,7 +139,7 @@ def fold_constants(program):
     kept = []
     for node in program.nodes:
         reads = node.inputs + tuple(ref_slots(node.attrs))
-        if not reads or not all(s in program.values for s in reads) or _follows_sizes(node.attrs):
+        if not reads or not all(s in program.values for s in reads) or follows_sizes(node.attrs):
             kept.append(node)
             continue
         arrays = [program.values[s] for s in node.inputs]
@@ -152,16 +152,6 @@ def fold_constants(program):
             program.value_names[slot] = f"{node.scope}.{node.cls.__name__}" if node.scope else node.cls.__name__
     program.nodes = kept
     return program
-
-
-def _follows_sizes(attrs):
-    if isinstance(attrs, (Size, SliceTemplate)):
-        return True
-    if isinstance(attrs, (tuple, list)):
-        return any(_follows_sizes(v) for v in attrs)
-    if isinstance(attrs, dict):
-        return any(_follows_sizes(v) for v in attrs.values())
-    return False
 
 
 def eliminate_dead_code(program):

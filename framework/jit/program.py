@@ -22,7 +22,7 @@ from ..errors import InputError
 from ..tensor import Tensor
 from .template import has_markers, ref_slots, resolve
 
-__all__ = ["Program", "Node", "InputSpec", "GuardError"]
+__all__ = ["Program", "Node", "InputSpec", "GuardError", "build_outputs"]
 
 
 class GuardError(InputError):
@@ -183,7 +183,7 @@ class Program:
                 env[outputs[0]] = out if type(out) is kind else xp.asarray(out)
             for slot in free:
                 env[slot] = None
-        return _build_outputs(self.outputs, env)
+        return build_outputs(self.outputs, env)
 
     # ---- description --------------------------------------------------------------------------------------
     def op_counts(self):
@@ -199,13 +199,15 @@ class Program:
         return f"Program({inputs}; {len(self.nodes)} ops, {len(self.values)} values, {size / 1e6:.1f} MB)"
 
 
-def _build_outputs(tree, env):
+def build_outputs(tree, values, leaf="slot"):
+    """The output structure ``tree`` (``{leaf: key}`` leaves, ``{"tuple": [...]}``, lists, ``{"dict": {...}}``,
+    None) with each leaf replaced by ``values[key]``."""
     if tree is None:
         return None
     if isinstance(tree, list):
-        return [_build_outputs(v, env) for v in tree]
-    if "slot" in tree:
-        return env[tree["slot"]]
+        return [build_outputs(v, values, leaf) for v in tree]
     if "tuple" in tree:
-        return tuple(_build_outputs(v, env) for v in tree["tuple"])
-    return {k: _build_outputs(v, env) for k, v in tree["dict"].items()}
+        return tuple(build_outputs(v, values, leaf) for v in tree["tuple"])
+    if "dict" in tree:
+        return {k: build_outputs(v, values, leaf) for k, v in tree["dict"].items()}
+    return values[tree[leaf]]

@@ -20,7 +20,7 @@ import numbers
 import numpy
 
 __all__ = ["Ref", "Size", "SizeExpr", "resolve", "has_markers", "to_json", "from_json", "TemplateError",
-           "walk_ints", "replace_ints", "ref_slots", "SliceTemplate"]
+           "walk_ints", "replace_ints", "ref_slots", "SliceTemplate", "follows_sizes"]
 
 
 class TemplateError(ValueError):
@@ -136,15 +136,20 @@ def ref_slots(value):
             yield from ref_slots(v)
 
 
-def has_markers(value):
-    """True when ``value`` holds a :class:`Ref` or a :class:`Size` anywhere."""
-    if isinstance(value, (Ref, Size)):
+def has_markers(value, kinds=(Ref, Size)):
+    """True when ``value`` holds a :class:`Ref` or a :class:`Size` (one of ``kinds``) anywhere."""
+    if isinstance(value, kinds):
         return True
     if isinstance(value, (tuple, list)):
-        return any(has_markers(v) for v in value)
+        return any(has_markers(v, kinds) for v in value)
     if isinstance(value, dict):
-        return any(has_markers(v) for v in value.values())
+        return any(has_markers(v, kinds) for v in value.values())
     return False
+
+
+def follows_sizes(value):
+    """True when ``value`` holds a :class:`Size` (an int that follows the input sizes) anywhere."""
+    return has_markers(value, (Size,))
 
 
 def resolve(value, env, sizes):

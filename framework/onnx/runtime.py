@@ -16,6 +16,7 @@ import numpy
 from .. import backend
 from ..errors import InputError
 from ..tensor import Tensor
+from ..jit.program import build_outputs
 from .errors import require
 
 __all__ = ["OnnxProgram", "name_outputs", "output_leaves", "sidecar_path"]
@@ -66,18 +67,6 @@ def output_leaves(tree, values):
     return [(tree["output"], values)]
 
 
-def _build(tree, arrays):
-    if tree is None:
-        return None
-    if isinstance(tree, list):
-        return [_build(sub, arrays) for sub in tree]
-    if "tuple" in tree:
-        return tuple(_build(sub, arrays) for sub in tree["tuple"])
-    if "dict" in tree:
-        return {key: _build(sub, arrays) for key, sub in tree["dict"].items()}
-    return arrays[tree["output"]]
-
-
 def _threads():
     """ONNX Runtime's intra-op threads: ``OAR_NUM_THREADS``, else ``OMP_NUM_THREADS``, else 0 (its own choice,
     one per physical core), so a one-thread benchmark or server runs ONNX Runtime on one thread as it does BLAS."""
@@ -122,7 +111,7 @@ class OnnxProgram:
 
     def __call__(self, *args, **kwargs):
         """Run the model -> NumPy arrays in the program's output structure."""
-        return _build(self.outputs, self.run_flat(*args, **kwargs))
+        return build_outputs(self.outputs, self.run_flat(*args, **kwargs), leaf="output")
 
     def _feed(self, args, kwargs):
         names = [spec["name"] for spec in self.inputs]
