@@ -48,7 +48,7 @@ class ExportError(UserError, ValueError):
     """A model that cannot be exported, or an export directory that cannot be read; the message says why."""
 
 
-def _sample(task_kind, task, workdir):
+def _sample(task_kind, workdir):
     """A small list of raw inputs of the task's kind."""
     if task_kind == "matching":
         return SAMPLE_PAIRS
@@ -66,7 +66,7 @@ def trace_task(task, task_kind):
     if not isinstance(task.model, jit.StaticLayer):
         raise ExportError("the task's model does not run through programs (load it with static=True)")
     with tempfile.TemporaryDirectory() as workdir:
-        task.predict(_sample(task_kind, task, workdir))
+        task.predict(_sample(task_kind, workdir))
     if task.model.fallbacks:
         raise ExportError(f"the model cannot be traced: {next(iter(task.model.fallbacks.values()))}")
     if len(task.model.programs) != 1:

@@ -30,7 +30,7 @@ from ..fetch import sha256_of
 from ..serialization import SerializationError, atomic_write, load as load_arrays, save as save_arrays
 from ..tensor import Function
 from .program import InputSpec, Node, Program
-from .template import TemplateError, from_json, ref_slots, to_json
+from .template import TemplateError, from_json, numeric_dtype, ref_slots, to_json
 
 __all__ = ["save", "load", "ProgramFileError", "GRAPH_FILE", "WEIGHTS_FILE"]
 
@@ -125,12 +125,9 @@ def _read_graph(path):
 
 def _dtype(text, where, path):
     try:
-        dtype = numpy.dtype(text)
-    except TypeError:
-        _fail(path, f"{where}: not a dtype: {text!r}")
-    if dtype.kind not in "biuf":
-        _fail(path, f"{where}: not a numeric dtype: {text!r}")
-    return dtype
+        return numeric_dtype(text)
+    except TemplateError as err:
+        _fail(path, f"{where}: {err}")
 
 
 def _read_values(path, graph_path, graph, num_slots):

@@ -17,7 +17,7 @@ import functools
 
 from ..nn.layer import Layer
 from ..tensor import Tensor
-from .trace import DEFAULT_PASSES, TraceError, _input_names, _is_array, input_leaves, trace
+from .trace import DEFAULT_PASSES, TraceError, _input_names, _is_array, input_leaves, positional_names, trace
 
 __all__ = ["to_static", "StaticLayer"]
 
@@ -45,13 +45,13 @@ class StaticLayer:
 
     def __init__(self, layer, dynamic_axes=None, passes=DEFAULT_PASSES, forward=None):
         self.__dict__.update(layer=layer, dynamic_axes=dynamic_axes, passes=tuple(passes),
-                             _forward=forward or layer, _signature_of=forward or layer.forward, programs={},
-                             fallbacks={})
+                             _forward=forward or layer, _parameters=positional_names(forward or layer.forward),
+                             programs={}, fallbacks={})
 
     def _signature(self, args, kwargs):
         """The cache key of a call and its named inputs and input arrays (``name`` or ``name.i`` for a list
         input), or None keys when an input is not an array (such a call runs eagerly)."""
-        named = _input_names(self._signature_of, tuple(args)) if args else []
+        named = _input_names(self._parameters, tuple(args)) if args else []
         named += [(name, value, False) for name, value in kwargs.items()]
         named = [entry for entry in named if entry[1] is not None]
         leaves, groups = input_leaves(named)

@@ -13,6 +13,7 @@ value cannot be kept as they were seen at trace time:
 and :func:`from_json` write and read templates with no pickle (arrays are never
 inline: only :class:`Ref` slots name them).
 """
+import dataclasses
 import fractions
 import math
 import numbers
@@ -20,29 +21,17 @@ import numbers
 import numpy
 
 __all__ = ["Ref", "Size", "SizeExpr", "resolve", "has_markers", "to_json", "from_json", "TemplateError",
-           "walk_ints", "replace_ints", "ref_slots", "SliceTemplate", "follows_sizes"]
+           "walk_ints", "replace_ints", "ref_slots", "SliceTemplate", "follows_sizes", "numeric_dtype"]
 
 
 class TemplateError(ValueError):
     """An attribute value a program cannot hold or a file cannot describe; the message names it."""
 
 
+@dataclasses.dataclass(frozen=True)
 class Ref:
     """The array in slot ``slot`` of the program's values."""
-
-    __slots__ = ("slot",)
-
-    def __init__(self, slot):
-        self.slot = slot
-
-    def __eq__(self, other):
-        return isinstance(other, Ref) and other.slot == self.slot
-
-    def __hash__(self):
-        return hash(("ref", self.slot))
-
-    def __repr__(self):
-        return f"Ref({self.slot})"
+    slot: int
 
 
 class SizeExpr:
@@ -102,22 +91,10 @@ def _fraction(value):
     return fractions.Fraction(value)
 
 
+@dataclasses.dataclass(frozen=True)
 class Size:
     """An int attribute given by a :class:`SizeExpr`."""
-
-    __slots__ = ("expr",)
-
-    def __init__(self, expr):
-        self.expr = expr
-
-    def __eq__(self, other):
-        return isinstance(other, Size) and other.expr == self.expr
-
-    def __hash__(self):
-        return hash(("size", self.expr))
-
-    def __repr__(self):
-        return f"Size({self.expr})"
+    expr: SizeExpr
 
 
 class SliceTemplate(tuple):
@@ -239,12 +216,13 @@ def to_json(value, where="attribute"):
     raise TemplateError(f"{where}: a value of type {type(value).__name__} cannot be written to a program file")
 
 
-def _dtype(text):
+def numeric_dtype(text):
+    """The NumPy dtype named ``text``; TemplateError unless it is a numeric one."""
     try:
         dtype = numpy.dtype(str(text))
     except TypeError:
         raise TemplateError(f"not a dtype: {text!r}") from None
-    if dtype.kind not in "biufc":
+    if dtype.kind not in "biuf":
         raise TemplateError(f"not a numeric dtype: {text!r}")
     return dtype
 
@@ -277,11 +255,11 @@ def from_json(value, slots):
     if kind == "ellipsis" and body is True:
         return Ellipsis
     if kind == "dtype":
-        return _dtype(body)
+        return numeric_dtype(body)
     if kind == "type":
-        return _dtype(body).type
+        return numeric_dtype(body).type
     if kind == "scalar" and isinstance(body, list) and len(body) == 2:
-        dtype = _dtype(body[0])
+        dtype = numeric_dtype(body[0])
         number = float(body[1]) if isinstance(body[1], str) and body[1] in ("inf", "-inf", "nan") else body[1]
         if isinstance(number, bool) or not isinstance(number, (int, float)):
             raise TemplateError(f"a scalar needs a number, got {body[1]!r}")

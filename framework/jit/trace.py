@@ -124,15 +124,19 @@ class _Recorder:
                          "(alone, in tuples, lists or dicts) or None")
 
 
-def _input_names(forward, example_inputs):
-    """``[(name, value, positional)]`` of the example inputs: a tuple/list by position (names from
-    ``forward``'s signature), a dict by keyword."""
+def positional_names(forward):
+    """The names of ``forward``'s positional parameters, in order."""
+    return [p.name for p in inspect.signature(forward).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def _input_names(parameters, example_inputs):
+    """``[(name, value, positional)]`` of the example inputs: a tuple/list by position (named after
+    ``parameters``, the forward's positional parameter names), a dict by keyword."""
     if isinstance(example_inputs, dict):
         return [(name, value, False) for name, value in example_inputs.items()]
     if isinstance(example_inputs, (Tensor, numpy.ndarray)) or _is_array(example_inputs):
         example_inputs = (example_inputs,)
-    parameters = [p.name for p in inspect.signature(forward).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     names = parameters + [f"input_{i}" for i in range(len(parameters), len(example_inputs))]
     return [(names[i], value, True) for i, value in enumerate(example_inputs)]
 
@@ -194,8 +198,9 @@ def _record(layer, forward, inputs, groups):
     seen = set()
     inputs = [(name, array.copy() if id(array) in seen or seen.add(id(array)) else array)
               for name, array in inputs]                    # one array given as two inputs: two slots
-    tensors = iter([Tensor(array) for _, array in inputs])
-    recorder = _Recorder(layer, [(name, Tensor(array)) for name, array in inputs])
+    wrapped = [(name, Tensor(array)) for name, array in inputs]
+    recorder = _Recorder(layer, wrapped)
+    tensors = iter([tensor for _, tensor in wrapped])
     args, kwargs = [], {}
     for name, positional, count in groups:
         value = next(tensors) if count is None else [next(tensors) for _ in range(count)]
@@ -345,8 +350,8 @@ def trace(layer, example_inputs, dynamic_axes=None, passes=DEFAULT_PASSES, forwa
         TraceError naming the op and layer where the layer cannot be recorded.
     """
     forward = forward or layer
-    leaves, groups = input_leaves(_input_names(forward if forward is not layer else layer.forward,
-                                               example_inputs))
+    parameters = positional_names(layer.forward if forward is layer else forward)
+    leaves, groups = input_leaves(_input_names(parameters, example_inputs))
     inputs = [(name, _array_of(name, value)) for name, value in leaves]
     axes, example_sizes = _check_axes(inputs, dynamic_axes)
     symbols = list(example_sizes)
