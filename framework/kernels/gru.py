@@ -33,12 +33,12 @@ GPU the whole loop is one kernel launch when the state fits a block's shared
 memory (:mod:`framework.kernels.recurrent_cuda`); the step loop is the fallback.
 """
 import functools
-import itertools
 
 import numpy
 
 from .. import backend
 from .recurrent_cuda import gru_backward_sequence, gru_forward_sequence, rows_per_block
+from .runs import segments
 
 __all__ = ["gru_forward", "gru_backward"]
 
@@ -58,9 +58,9 @@ def gru_forward(x_ur, x_c, active, w_ur, w_c, h0, origin_mode=False):
     x_ur *= 0.5
     states = xp.zeros((num_steps + 1, runs, n, d), dtype=x_c.dtype)
     states[0] = h0
-    ur = xp.zeros_like(x_ur)
-    c = xp.zeros_like(x_c)
-    reset_h = xp.zeros_like(x_c)
+    ur = xp.zeros(x_ur.shape, dtype=x_ur.dtype)
+    c = xp.zeros(x_c.shape, dtype=x_c.dtype)
+    reset_h = xp.zeros(x_c.shape, dtype=x_c.dtype)
     if xp is numpy:
         loop = _forward_numpy
     else:
@@ -82,8 +82,8 @@ def gru_backward(states, ur, c, reset_h, active, w_ur, w_c, grad_states, grad_la
     xp = backend.get_array_module(c)
     num_steps, runs, n, d = c.shape
     factors = _backward_factors(xp, states, ur, c, origin_mode)
-    grad_ur = xp.zeros_like(ur)
-    grad_c = xp.zeros_like(c)
+    grad_ur = xp.zeros(ur.shape, dtype=ur.dtype)
+    grad_c = xp.zeros(c.shape, dtype=c.dtype)
     grad_h = grad_last.copy()                 # dL/d(state carried out of step t), for the active rows
     if xp is not numpy and rows_per_block("oar_gru_backward", d, c.itemsize):
         gru_backward_sequence(grad_states, factors, ur, active, w_ur.swapaxes(1, 2), w_c.swapaxes(1, 2), grad_ur,
@@ -125,21 +125,6 @@ def _backward_factors(xp, states, ur, c, origin_mode):
     return factor_u, factor_c, factor_h, factor_r
 
 
-def _segments(active, n, arrays):
-    """The steps grouped by their active row count: a list of (m, [a[t0:t1, :, :m] for a in arrays]).
-
-    Each block covers the consecutive steps t0 <= t < t1 with active[t] = m > 0;
-    the loops walk a block's steps with ``zip`` (one view per array per step).
-    """
-    segments, start = [], 0
-    for m, steps in itertools.groupby(active):
-        end = start + len(list(steps))
-        if m:
-            segments.append((m, [a[start:end] if m == n else a[start:end, :, :m] for a in arrays]))
-        start = end
-    return segments
-
-
 # ---- NumPy ------------------------------------------------------------------
 
 def _forward_numpy(x_ur, x_c, active, w_ur_half, w_c, origin_mode, states, ur_all, c_all, reset_h):
@@ -149,7 +134,7 @@ def _forward_numpy(x_ur, x_c, active, w_ur_half, w_c, origin_mode, states, ur_al
     a_c = numpy.empty(x_c.shape[1:], dtype=x_c.dtype)
     matmul, add, subtract, multiply, tanh = numpy.matmul, numpy.add, numpy.subtract, numpy.multiply, numpy.tanh
     arrays = (states[:-1], states[1:], x_ur, x_c, ur_all, ur_all[..., :d], ur_all[..., d:], c_all, reset_h)
-    for m, blocks in _segments(active, n, arrays):
+    for m, blocks in segments(active, n, arrays):
         ar, ac = (a_ur, a_c) if m == n else (a_ur[:, :m], a_c[:, :m])
         for h_prev, h, x_ur_t, x_c_t, ur, u, r, c, rh in zip(*blocks):
             matmul(h_prev, w_ur_half, out=ar)
@@ -182,7 +167,7 @@ def _backward_numpy(grad_states, factors, r_all, active, w_ur_t, w_c_t, grad_ur,
     grad_reset_h = numpy.empty((runs, n, d), dtype=grad_c.dtype)
     grad_from_ur = numpy.empty((runs, n, d), dtype=grad_c.dtype)
     arrays = (grad_states, *factors, r_all, grad_ur[..., :d], grad_ur[..., d:], grad_c, grad_ur)
-    for m, blocks in reversed(_segments(active, n, arrays)):
+    for m, blocks in reversed(segments(active, n, arrays)):
         g = grad_h if m == n else grad_h[:, :m]
         grh, gur = (grad_reset_h, grad_from_ur) if m == n else (grad_reset_h[:, :m], grad_from_ur[:, :m])
         for grad_out, factor_u, factor_c, factor_h, factor_r, r, gxu, gxr, gxc, gx_ur in zip(*(b[::-1] for b in blocks)):
@@ -249,7 +234,7 @@ def _forward_cupy(x_ur, x_c, active, w_ur_half, w_c, origin_mode, states, ur_all
     n, d = x_c.shape[2], x_c.shape[3]
     arrays = (states[:-1], states[1:], x_ur[..., :d], x_ur[..., d:], x_c, ur_all[..., :d], ur_all[..., d:], c_all,
               reset_h)
-    for _, blocks in _segments(active, n, arrays):
+    for _, blocks in segments(active, n, arrays):
         for h_prev, h, x_u, x_r, x_c_t, u, r, c, rh in zip(*blocks):
             a_ur = cupy.matmul(h_prev, w_ur_half)
             update_reset(x_u, x_r, a_ur[..., :d], a_ur[..., d:], h_prev, u, r, rh)
@@ -262,7 +247,7 @@ def _backward_cupy(grad_states, factors, r_all, active, w_ur_t, w_c_t, grad_ur, 
     _, _, state_grad, reset_grad = _cupy_kernels()
     n, d = grad_c.shape[2], grad_c.shape[3]
     arrays = (grad_states, *factors, r_all, grad_ur[..., :d], grad_ur[..., d:], grad_c, grad_ur)
-    for m, blocks in reversed(_segments(active, n, arrays)):
+    for m, blocks in reversed(segments(active, n, arrays)):
         g = grad_h if m == n else grad_h[:, :m]
         for grad_out, factor_u, factor_c, factor_h, factor_r, r, gxu, gxr, gxc, gx_ur in zip(*(b[::-1] for b in blocks)):
             state_grad(grad_out, factor_u, factor_c, factor_h, gxu, gxc, g)

@@ -29,9 +29,9 @@ import threading
 import numpy
 from numpy.lib.stride_tricks import as_strided
 
-from .. import backend
+from .. import backend, parallel
 
-__all__ = ["im2col", "col2im", "col2im_matmul", "group_matmul", "pad", "windows", "add_windows", "scratch"]
+__all__ = ["im2col", "col2im", "col2im_matmul", "group_matmul", "pad", "windows", "add_windows", "add_window", "scratch"]
 
 _scratch = threading.local()
 
@@ -85,7 +85,8 @@ def im2col(x, kernel, stride, padding, dilation, out, pad_value=0, into=None):
         strides=(channel_stride, *(s * d for s, d in zip(spatial, dilation)),
                  batch_stride, *(s * st for s, st in zip(spatial, stride))),
         writeable=False)
-    numpy.copyto(cols.reshape(strided.shape), strided)
+    target = cols.reshape(strided.shape)
+    parallel.run_chunks(lambda lo, hi: numpy.copyto(target[lo:hi], strided[lo:hi]), c, target[0].size)
     return cols
 
 
@@ -123,12 +124,19 @@ def col2im_matmul(w_t, gy, x_shape, kernel, stride, padding, dilation, out):
 
 
 def _fold_channels_first(block, dtype, x_shape, kernel, stride, padding, dilation, out):
-    """Sum ``block(i)`` (C, N, *out), the columns of the i-th kernel offset, back onto a new (N, C, *size)."""
+    """Sum ``block(i)`` (C, N, *out), the columns of the i-th kernel offset, back onto a new (N, C, *size).
+
+    Each offset's sums run over channel chunks on the threads (:mod:`framework.parallel`); every
+    element's terms are added in the same order, so the result is the same bit for bit.
+    """
     n, c, *size = x_shape
-    dx = scratch(numpy, "col2im_sum", (c, n, *size), dtype)
-    dx.fill(0)
-    add_windows(dx, block, kernel, stride, padding, dilation, out)
-    return dx.swapaxes(0, 1).copy()
+    dx = parallel.fill(scratch(numpy, "col2im_sum", (c, n, *size), dtype), 0)
+    per_channel = dx[0].size
+    for index, offset in enumerate(numpy.ndindex(*kernel)):
+        values = block(index)
+        parallel.run_chunks(lambda lo, hi: add_window(dx[lo:hi], values[lo:hi], offset, stride, padding, dilation,
+                                                      out), c, per_channel)
+    return parallel.copyto(numpy.empty(x_shape, dtype=dtype), dx.swapaxes(0, 1))
 
 
 # ---- Window helpers, written against xp (NumPy and CuPy) ---------------------
@@ -143,8 +151,13 @@ def pad(x, padding, value):
     xp = backend.get_array_module(x)
     padded = scratch(xp, "pad", x.shape[:2] + tuple(n + lo + hi for n, (lo, hi) in zip(x.shape[2:], padding)),
                      x.dtype)
-    padded.fill(value)
-    padded[(slice(None), slice(None)) + tuple(slice(lo, lo + n) for n, (lo, _) in zip(x.shape[2:], padding))] = x
+    interior = (slice(None), slice(None)) + tuple(slice(lo, lo + n) for n, (lo, _) in zip(x.shape[2:], padding))
+    if xp is not numpy:
+        padded.fill(value)
+        padded[interior] = x
+        return padded
+    parallel.fill(padded, value)
+    parallel.copyto(padded[interior], x)
     return padded
 
 
@@ -163,14 +176,19 @@ def add_windows(into, block, kernel, stride, padding, dilation, out):
     output o reads unpadded input position p. Shapes: into (A, B, *size),
     block(i) (A, B, *out); ``padding`` gives the (before, after) pairs.
     """
-    size = into.shape[2:]
-    everything = (slice(None), slice(None))
     for index, offset in enumerate(numpy.ndindex(*kernel)):
-        spans = [_overlap(*args) for args in zip(offset, dilation, stride, (lo for lo, _ in padding), size, out)]
-        if None in spans:
-            continue
-        inputs, outputs = zip(*spans)
-        into[everything + inputs] += block(index)[everything + outputs]
+        add_window(into, block(index), offset, stride, padding, dilation, out)
+
+
+def add_window(into, values, offset, stride, padding, dilation, out):
+    """One kernel offset of :func:`add_windows`: ``into[:, :, p] += values[:, :, o]`` wherever output o reads
+    unpadded input position p at ``offset`` (a tuple of d ints). Shapes: into (A, B, *size), values (A, B, *out)."""
+    spans = [_overlap(*args) for args in zip(offset, dilation, stride, (lo for lo, _ in padding), into.shape[2:], out)]
+    if None in spans:
+        return
+    inputs, outputs = zip(*spans)
+    everything = (slice(None), slice(None))
+    into[everything + inputs] += values[everything + outputs]
 
 
 def _overlap(offset, dilation, stride, before, size, out):

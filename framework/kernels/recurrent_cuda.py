@@ -201,27 +201,32 @@ extern "C" __global__ void oar_gru_backward(
 """
 
 _LSTM = r"""
-// Forward: x (T, N, 4D) gates [c~ | i | f | o] with the bias, mask (T, N) bool, w (D, 4D);
-// hidden, cells (T+1, N, D) hold h0, c0 in [0] on entry; gates (T, N, 4D) receives the activations.
+// Forward: x (T, S, N, 4D) gates [c~ | i | f | o] with the bias, w (S, D, 4D), lengths (N,) steps of each row;
+// hidden, cells (T+1, S, N, D) hold h0, c0 in [0] on entry; gates (T, S, N, 4D) receives the activations and
+// tanh_c (T, S, N, D) tanh of each new cell. Rows past their length are not written.
 extern "C" __global__ void oar_lstm_forward(
-        const T* __restrict__ x, const bool* __restrict__ mask, const T* __restrict__ w, const int steps,
-        const int N, const int D, T* __restrict__ hidden, T* __restrict__ cells, T* __restrict__ gates) {
+        const T* __restrict__ x, const T* __restrict__ w, const int* __restrict__ lengths, const int S,
+        const int N, const int D, T* __restrict__ hidden, T* __restrict__ cells, T* __restrict__ gates,
+        T* __restrict__ tanh_c) {
     extern __shared__ unsigned char shared_raw[];
     T* h = reinterpret_cast<T*>(shared_raw);          // (ROWS, D)
     T* c = h + ROWS * D;                               // (ROWS, D)
     T* a = c + ROWS * D;                               // (ROWS, 4D) activated gates of this step
-    const int row0 = blockIdx.x * ROWS, D4 = 4 * D;
-    load_rows(h, hidden, row0, N, D);
-    load_rows(c, cells, row0, N, D);
+    const int s = blockIdx.y, row0 = blockIdx.x * ROWS, D4 = 4 * D;
+    const T* ws = w + (long long)s * D * D4;
+    int len[ROWS];
+    const int steps = row_lengths(lengths, row0, N, len);
+    load_rows(h, hidden + (long long)s * N * D, row0, N, D);
+    load_rows(c, cells + (long long)s * N * D, row0, N, D);
     __syncthreads();
     for (int t = 0; t < steps; ++t) {
-        const long long base = (long long)t * N + row0;
+        const long long base = ((long long)t * S + s) * N + row0;     // row index of (t, s, row0)
         for (int j = threadIdx.x; j < D4; j += blockDim.x) {
             T acc[ROWS];
-            row_dot(h, w, D, D4, j, acc);
+            row_dot(h, ws, D, D4, j, acc);
             #pragma unroll
             for (int r = 0; r < ROWS; ++r) {
-                if (row0 + r >= N) continue;
+                if (t >= len[r]) continue;
                 const long long at = (base + r) * D4 + j;
                 const T v = x[at] + acc[r];
                 const T act = j < D ? tanh(v) : SIGMOID(v);
@@ -233,65 +238,64 @@ extern "C" __global__ void oar_lstm_forward(
         for (int j = threadIdx.x; j < D; j += blockDim.x) {
             #pragma unroll
             for (int r = 0; r < ROWS; ++r) {
-                if (row0 + r >= N) continue;
+                if (t >= len[r]) continue;
                 const long long at = (base + r) * D + j;
                 const T* ar = a + r * D4;
-                const bool m = mask[base + r];
                 const T c_new = ar[2 * D + j] * c[r * D + j] + ar[D + j] * ar[j];
-                if (m) {
-                    c[r * D + j] = c_new;
-                    h[r * D + j] = ar[3 * D + j] * tanh(c_new);
-                }
-                cells[at + (long long)N * D] = c[r * D + j];
-                hidden[at + (long long)N * D] = h[r * D + j];
+                const T tc = tanh(c_new);
+                c[r * D + j] = c_new;
+                h[r * D + j] = ar[3 * D + j] * tc;
+                tanh_c[at] = tc;
+                cells[at + (long long)S * N * D] = c_new;
+                hidden[at + (long long)S * N * D] = h[r * D + j];
             }
         }
         __syncthreads();
     }
 }
 
-// Backward: gates (T, N, 4D), cells (T+1, N, D) from the forward pass; w_t (4D, D) the transposed weight,
-// contiguous. grad_h, grad_c (N, D) hold the gradients w.r.t. the final states on entry and w.r.t. h0, c0
-// on exit; grad_x (T, N, 4D) receives the pre-activation gate gradients.
+// Backward: grad_states (T, S, N, D); gates (T, S, N, 4D), cells (T+1, S, N, D) and tanh_c (T, S, N, D) from
+// the forward pass; w_t (S, 4D, D) the transposed weights, contiguous. grad_h, grad_c (S, N, D) hold the
+// gradients w.r.t. each row's final states on entry and w.r.t. h0, c0 on exit; grad_x (T, S, N, 4D) receives
+// the pre-activation gate gradients on the rows' own steps.
 extern "C" __global__ void oar_lstm_backward(
-        const T* __restrict__ grad_hidden, const bool* __restrict__ mask, const T* __restrict__ gates,
-        const T* __restrict__ cells, const T* __restrict__ w_t, const int steps, const int N, const int D,
-        T* __restrict__ grad_x, T* __restrict__ grad_h, T* __restrict__ grad_c) {
+        const T* __restrict__ grad_states, const T* __restrict__ gates, const T* __restrict__ cells,
+        const T* __restrict__ tanh_c, const T* __restrict__ w_t, const int* __restrict__ lengths, const int S,
+        const int N, const int D, T* __restrict__ grad_x, T* __restrict__ grad_h, T* __restrict__ grad_c) {
     extern __shared__ unsigned char shared_raw[];
     T* gh = reinterpret_cast<T*>(shared_raw);         // (ROWS, D)
     T* gc = gh + ROWS * D;                             // (ROWS, D)
     T* gx = gc + ROWS * D;                             // (ROWS, 4D)
-    const int row0 = blockIdx.x * ROWS, D4 = 4 * D;
-    load_rows(gh, grad_h, row0, N, D);
-    load_rows(gc, grad_c, row0, N, D);
+    const int s = blockIdx.y, row0 = blockIdx.x * ROWS, D4 = 4 * D;
+    const T* wts = w_t + (long long)s * D4 * D;
+    int len[ROWS];
+    const int steps = row_lengths(lengths, row0, N, len);
+    load_rows(gh, grad_h + (long long)s * N * D, row0, N, D);
+    load_rows(gc, grad_c + (long long)s * N * D, row0, N, D);
     __syncthreads();
     for (int t = steps - 1; t >= 0; --t) {
-        const long long base = (long long)t * N + row0;
+        const long long base = ((long long)t * S + s) * N + row0;
         for (int j = threadIdx.x; j < D; j += blockDim.x) {
             #pragma unroll
             for (int r = 0; r < ROWS; ++r) {
-                if (row0 + r >= N) continue;
+                if (t >= len[r]) continue;
                 const long long at = (base + r) * D + j;
                 const T* ga = gates + (base + r) * D4;
                 const T cand = ga[j], in_g = ga[D + j], forget_g = ga[2 * D + j], out_g = ga[3 * D + j];
-                const T c_prev = cells[at], c = cells[at + (long long)N * D];
-                const bool m = mask[base + r];
-                const T g_h = gh[r * D + j] + grad_hidden[at];
-                const T g_h_cell = m ? g_h : T(0);
-                const T tanh_c = tanh(c);
-                const T g_c_cell = (m ? gc[r * D + j] : T(0)) + g_h_cell * out_g * (T(1) - tanh_c * tanh_c);
+                const T c_prev = cells[at], tc = tanh_c[at];
+                const T g_h = gh[r * D + j] + grad_states[at];
+                const T g_c = gc[r * D + j] + g_h * (out_g * (T(1) - tc * tc));
                 T* gxr = gx + r * D4;
-                gxr[j] = g_c_cell * in_g * (T(1) - cand * cand);
-                gxr[D + j] = g_c_cell * cand * in_g * (T(1) - in_g);
-                gxr[2 * D + j] = g_c_cell * c_prev * forget_g * (T(1) - forget_g);
-                gxr[3 * D + j] = g_h_cell * tanh_c * out_g * (T(1) - out_g);
+                gxr[j] = g_c * (in_g * (T(1) - cand * cand));
+                gxr[D + j] = g_c * ((T(1) - in_g) * in_g * cand);
+                gxr[2 * D + j] = g_c * ((T(1) - forget_g) * forget_g * c_prev);
+                gxr[3 * D + j] = g_h * ((T(1) - out_g) * out_g * tc);
                 T* out = grad_x + (base + r) * D4;
                 out[j] = gxr[j];
                 out[D + j] = gxr[D + j];
                 out[2 * D + j] = gxr[2 * D + j];
                 out[3 * D + j] = gxr[3 * D + j];
-                gc[r * D + j] = g_c_cell * forget_g + (m ? T(0) : gc[r * D + j]);
-                gh[r * D + j] = m ? T(0) : g_h;
+                gc[r * D + j] = g_c * forget_g;
             }
         }
         __syncthreads();
@@ -300,17 +304,19 @@ extern "C" __global__ void oar_lstm_backward(
             #pragma unroll
             for (int r = 0; r < ROWS; ++r) acc[r] = T(0);
             for (int j = 0; j < D4; ++j) {
-                const T w = w_t[(long long)j * D + k];
+                const T w = wts[(long long)j * D + k];
                 #pragma unroll
                 for (int r = 0; r < ROWS; ++r) acc[r] += gx[r * D4 + j] * w;
             }
             #pragma unroll
-            for (int r = 0; r < ROWS; ++r) gh[r * D + k] += acc[r];
+            for (int r = 0; r < ROWS; ++r) {
+                if (t < len[r]) gh[r * D + k] = acc[r];
+            }
         }
         __syncthreads();
     }
-    store_rows(grad_h, gh, row0, N, D);
-    store_rows(grad_c, gc, row0, N, D);
+    store_rows(grad_h + (long long)s * N * D, gh, row0, N, D);
+    store_rows(grad_c + (long long)s * N * D, gc, row0, N, D);
 }
 """
 
@@ -372,22 +378,23 @@ def gru_backward_sequence(grad_states, factors, ur, active, w_ur_t, w_c_t, grad_
     _launch("oar_gru_backward", grad_c.dtype, d, n, runs, args)
 
 
-def lstm_forward_sequence(x, mask, w, hidden, cells, gates):
-    """The LSTM forward loop of :mod:`framework.kernels.lstm` in one launch; hidden/cells[0] hold h0/c0."""
+def lstm_forward_sequence(x, active, w, hidden, cells, gates, tanh_c):
+    """The LSTM forward loop of :mod:`framework.kernels.lstm` in one launch (x not halved; hidden/cells[0] hold
+    h0/c0)."""
     cupy = backend.array_module("gpu")
-    num_steps, n, width = x.shape
+    num_steps, runs, n, width = x.shape
     d = width // 4
-    args = (cupy.ascontiguousarray(x), cupy.ascontiguousarray(mask.reshape(num_steps, n)),
-            cupy.ascontiguousarray(w), numpy.int32(num_steps), numpy.int32(n), numpy.int32(d), hidden, cells, gates)
-    _launch("oar_lstm_forward", x.dtype, d, n, 1, args)
+    args = (cupy.ascontiguousarray(x), cupy.ascontiguousarray(w), _lengths(active, n), numpy.int32(runs),
+            numpy.int32(n), numpy.int32(d), hidden, cells, gates, tanh_c)
+    _launch("oar_lstm_forward", x.dtype, d, n, runs, args)
 
 
-def lstm_backward_sequence(grad_hidden, mask, gates, cells, w, grad_x, grad_h, grad_c):
-    """The LSTM BPTT loop in one launch; grad_h, grad_c (N, D) are updated in place (final states -> initial)."""
+def lstm_backward_sequence(grad_states, gates, cells, tanh_c, active, w_t, grad_x, grad_h, grad_c):
+    """The LSTM BPTT loop in one launch; grad_h, grad_c (S, N, D) are updated in place (final states -> initial)."""
     cupy = backend.array_module("gpu")
-    num_steps, n, width = gates.shape
+    num_steps, runs, n, width = gates.shape
     d = width // 4
-    args = (cupy.ascontiguousarray(grad_hidden), cupy.ascontiguousarray(mask.reshape(num_steps, n)),
-            cupy.ascontiguousarray(gates), cupy.ascontiguousarray(cells), cupy.ascontiguousarray(w.T),
-            numpy.int32(num_steps), numpy.int32(n), numpy.int32(d), grad_x, grad_h, grad_c)
-    _launch("oar_lstm_backward", gates.dtype, d, n, 1, args)
+    contiguous = [cupy.ascontiguousarray(a) for a in (grad_states, gates, cells, tanh_c, w_t)]
+    args = (*contiguous, _lengths(active, n), numpy.int32(runs), numpy.int32(n), numpy.int32(d), grad_x, grad_h,
+            grad_c)
+    _launch("oar_lstm_backward", gates.dtype, d, n, runs, args)

@@ -39,6 +39,7 @@ from .layers import Dropout, Linear
 __all__ = ["GRU", "LSTM", "GRUCell", "LSTMCell"]
 
 _GATES = {"gru": 3, "lstm": 4}
+_STATES = {"gru": 1, "lstm": 2}
 _DIRECTIONS = {"forward": ("fw",), "reverse": ("bw",), "bidirect": ("fw", "bw"), "bidirectional": ("fw", "bw")}
 
 
@@ -115,8 +116,8 @@ class _RNNBase(Layer):
         for k, layer in enumerate(self.layers):
             if k > 0 and self.dropout is not None:
                 x = self.dropout(x)
-            if self.mode == "gru" and len(self.directions) == 2:
-                x = self._bidirectional_gru(layer, x, lengths, k, initial_states, finals)
+            if len(self.directions) == 2:
+                x = self._bidirectional(layer, x, lengths, k, initial_states, finals)
                 continue
             outputs = []
             for d, name in enumerate(self.directions):
@@ -128,17 +129,21 @@ class _RNNBase(Layer):
             x = outputs[0] if len(outputs) == 1 else ops.concat(outputs, axis=-1)   # (N, T, H * dirs)
         return x, finals
 
-    @staticmethod
-    def _bidirectional_gru(layer, x, lengths, k, initial_states, finals):
-        """Layer k of a bidirectional GRU, both directions in one time loop; appends the final states."""
+    def _bidirectional(self, layer, x, lengths, k, initial_states, finals):
+        """Layer k run both directions in one time loop; appends the final states of each direction."""
         fw, bw = layer["fw"], layer["bw"]
-        h0 = (None, None) if initial_states is None else tuple(initial_states[0][2 * k + d] for d in (0, 1))
-        hidden, last_fw, last_bw = F.dynamic_bigru(F.sequence_linear(x, lengths, fw.input_proj.weight, fw.input_proj.bias),
-                                                   F.sequence_linear(x, lengths, bw.input_proj.weight, bw.input_proj.bias),
-                                                   lengths, fw.weight_hh,
-                                                   bw.weight_hh, fw.bias_hh, bw.bias_hh, *h0,
-                                                   origin_mode=fw.origin_mode)
-        finals.extend([(last_fw,), (last_bw,)])
+        projected = [F.sequence_linear(x, lengths, unit.input_proj.weight, unit.input_proj.bias) for unit in (fw, bw)]
+        states = [None] * 2 * _STATES[self.mode]         # per kind of state (h, then c): forward, backward
+        if initial_states is not None:
+            states = [kind[2 * k + d] for kind in initial_states for d in (0, 1)]
+        if self.mode == "gru":
+            hidden, last_fw, last_bw = F.dynamic_bigru(*projected, lengths, fw.weight_hh, bw.weight_hh, fw.bias_hh,
+                                                       bw.bias_hh, *states, origin_mode=fw.origin_mode)
+            finals.extend([(last_fw,), (last_bw,)])
+        else:
+            hidden, h_fw, h_bw, c_fw, c_bw = F.dynamic_bilstm(*projected, lengths, fw.weight_hh, bw.weight_hh,
+                                                              fw.bias_hh, bw.bias_hh, *states)
+            finals.extend([(h_fw, c_fw), (h_bw, c_bw)])
         return hidden                                                        # (N, T, 2H)
 
     def extra_repr(self):

@@ -82,16 +82,25 @@ def dynamic_gru(g, node, inputs):
 
 @converts(DynamicLSTM)
 def dynamic_lstm(g, node, inputs):
-    """One run: hidden (N, T, D) zero past the lengths, then the last hidden and cell states."""
-    x, weight, bias, h0, c0 = inputs
-    recurrent = g.constant(weight, "LSTM recurrent weight")
-    d = recurrent.shape[0]
-    order = numpy.concatenate([numpy.arange(d) + k * d for k in (1, 3, 2, 0)])    # [c~ i f o] -> i o f c
-    w = numpy.eye(4 * d, dtype=recurrent.dtype)[order]
-    b = g.constant(bias, "LSTM bias").reshape(-1)[order]
-    sequence, lasts = _recurrent(g, "LSTM", x, w, recurrent.T[order], b, [h0, c0], g.ref(node.attrs["lengths"]),
-                                 node.attrs["reverse"])
-    return (sequence, *lasts)
+    """S runs: hidden (N, T, S*D) side by side, zero past the lengths, then each run's last hidden state, then
+    each run's last cell state."""
+    reverses = node.attrs["reverses"]
+    runs = len(reverses)
+    xs, weights, biases, h0s, c0s = (inputs[i * runs:(i + 1) * runs] for i in range(5))
+    lengths = g.ref(node.attrs["lengths"])
+    sequences, last_h, last_c = [], [], []
+    for x, weight, bias, h0, c0, reverse in zip(xs, weights, biases, h0s, c0s, reverses):
+        recurrent = g.constant(weight, "LSTM recurrent weight")
+        d = recurrent.shape[0]
+        order = numpy.concatenate([numpy.arange(d) + k * d for k in (1, 3, 2, 0)])    # [c~ i f o] -> i o f c
+        w = numpy.eye(4 * d, dtype=recurrent.dtype)[order]
+        b = g.constant(bias, "LSTM bias").reshape(-1)[order]
+        sequence, (h, c) = _recurrent(g, "LSTM", x, w, recurrent.T[order], b, [h0, c0], lengths, reverse)
+        sequences.append(sequence)
+        last_h.append(h)
+        last_c.append(c)
+    hidden = sequences[0] if runs == 1 else g.op("Concat", sequences, axis=-1)
+    return (hidden, *last_h, *last_c)
 
 
 @converts(HashedNgrams)

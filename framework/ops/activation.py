@@ -10,6 +10,7 @@ import math
 import numpy
 from numpy.polynomial import chebyshev
 
+from .. import parallel
 from ..tensor import Function, OpError
 from .utils import normalize_axes, check_float
 
@@ -61,11 +62,18 @@ def _normal_cdf(xp, x):
 
 class ReLU(Function):
     def forward(self, x):
-        self.saved = y = self.xp.maximum(x, 0)
+        self.saved = y = parallel.elementwise(self.xp.maximum, x, x.dtype.type(0))
         return y
 
     def backward(self, gy):
-        return gy * (self.saved > 0)
+        y, xp = self.saved, self.xp
+        if xp is not numpy:
+            return gy * (y > 0)
+        gx = numpy.empty(gy.shape, dtype=gy.dtype)
+        flat_gx, flat_gy, flat_y = gx.reshape(-1), gy.reshape(-1), y.reshape(-1)
+        parallel.run_chunks(lambda lo, hi: numpy.multiply(flat_gy[lo:hi], flat_y[lo:hi] > 0, out=flat_gx[lo:hi]),
+                            gx.size)
+        return gx
 
 
 class LeakyReLU(Function):

@@ -6,6 +6,7 @@ Every binary op broadcasts as NumPy does; both operands must share a dtype
 """
 import numpy
 
+from .. import parallel
 from ..tensor import Function, Tensor, OpError
 from .utils import as_tensor, unbroadcast
 
@@ -30,7 +31,7 @@ def _pair(x, y, op):
 class Add(Function):
     def forward(self, x, y):
         self.shapes = x.shape, y.shape
-        return x + y
+        return parallel.elementwise(self.xp.add, x, y)
 
     def backward(self, gy):
         return unbroadcast(gy, self.shapes[0]), unbroadcast(gy, self.shapes[1])
@@ -39,7 +40,7 @@ class Add(Function):
 class Subtract(Function):
     def forward(self, x, y):
         self.shapes = x.shape, y.shape
-        return x - y
+        return parallel.elementwise(self.xp.subtract, x, y)
 
     def backward(self, gy):
         return unbroadcast(gy, self.shapes[0]), unbroadcast(-gy, self.shapes[1])
@@ -48,12 +49,13 @@ class Subtract(Function):
 class Multiply(Function):
     def forward(self, x, y):
         self.saved = x, y
-        return x * y
+        return parallel.elementwise(self.xp.multiply, x, y)
 
     def backward(self, gy):
         x, y = self.saved
-        gx = unbroadcast(gy * y, x.shape) if self.needs_input_grad[0] else None
-        gy_ = unbroadcast(gy * x, y.shape) if self.needs_input_grad[1] else None
+        multiply = self.xp.multiply
+        gx = unbroadcast(parallel.elementwise(multiply, gy, y), x.shape) if self.needs_input_grad[0] else None
+        gy_ = unbroadcast(parallel.elementwise(multiply, gy, x), y.shape) if self.needs_input_grad[1] else None
         return gx, gy_
 
 

@@ -14,7 +14,7 @@ import numpy
 
 from ..kernels.im2col import scratch
 from ..tensor import Function, Tensor, OpError
-from .. import backend
+from .. import backend, parallel
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "normalize"]
 
@@ -33,7 +33,7 @@ class BatchNorm(Function):
         if self.fixed is None:
             count = x3.shape[0] * x3.shape[2]
             mean = _channel_total(xp, x3) / count
-            centred = x3 - mean[:, None]
+            centred = parallel.elementwise(xp.subtract, x3, mean[:, None])
             var = _channel_sum(xp, "bn_square", centred, centred) / count
             if self.running is not None:
                 self._update_running(mean, var, count)
@@ -43,12 +43,10 @@ class BatchNorm(Function):
         inv_std = 1 / xp.sqrt(var + self.epsilon)
         scale = w * inv_std
         if centred is None:  # eval: x * scale + (bias - mean * scale)
-            y = x3 * scale[:, None]
-            y += (b - mean * scale)[:, None]
+            y = _scale_shift(xp, x3, scale, b - mean * scale)
             self.saved = x3, mean, inv_std, w
         else:
-            y = centred * scale[:, None]
-            y += b[:, None]
+            y = _scale_shift(xp, centred, scale, b)
             self.saved = centred, None, inv_std, w
         return y.reshape(x.shape)
 
@@ -77,18 +75,38 @@ class BatchNorm(Function):
             gw = g_source * inv_std  # sum of gy * xhat
         if need_x:
             scale = w * inv_std
-            gx = g3 * scale[:, None]
             if training:  # subtract the projections on 1 and on xhat
                 count = g3.shape[0] * g3.shape[2]
-                gx -= _scaled(xp, source, (scale * inv_std * gw / count)[:, None])
-                gx -= (scale * gb / count)[:, None]
+                gx = _input_grad(xp, g3, scale, source, scale * inv_std * gw / count, scale * gb / count)
+            else:
+                gx = parallel.elementwise(xp.multiply, g3, scale[:, None])
             gx = gx.reshape(gy.shape)
         return gx, gw if need_w else None, gb if need_b else None
 
 
-def _scaled(xp, a, factor):
-    """``a * factor`` in a scratch buffer (valid until the next request for it)."""
-    return xp.multiply(a, factor, out=scratch(xp, "bn_scaled", a.shape, a.dtype))
+def _scale_shift(xp, a, scale, shift):
+    """``a * scale + shift`` per channel: a (N, C, L), scale and shift (C,); chunked over the threads on NumPy."""
+    y = parallel.elementwise(xp.multiply, a, scale[:, None])
+    return parallel.elementwise(xp.add, y, shift[:, None], out=y)
+
+
+def _input_grad(xp, g, scale, source, source_factor, shift):
+    """``g * scale - source * source_factor - shift`` per channel (the training input gradient): g and source
+    (N, C, L), the rest (C,). On NumPy each thread takes a block of images, with its own temporary."""
+    gx = xp.empty(g.shape, dtype=g.dtype)
+
+    def block(lo, hi):
+        out = gx[lo:hi]
+        xp.multiply(g[lo:hi], scale[:, None], out=out)
+        out -= xp.multiply(source[lo:hi], source_factor[:, None],
+                           out=scratch(xp, "bn_scaled", out.shape, out.dtype))
+        out -= shift[:, None]
+
+    if xp is numpy:
+        parallel.run_chunks(block, g.shape[0], g[0].size)
+    else:
+        block(0, g.shape[0])
+    return gx
 
 
 def _blas_ready(xp, a):
@@ -114,7 +132,10 @@ def _channel_sum(xp, name, a, b):
     buffer.
     """
     if _blas_ready(xp, a):
-        return numpy.einsum("ncl,ncl->c", a, b)
+        total = numpy.empty(a.shape[1], dtype=a.dtype)     # per channel: chunks over channels change no bit
+        parallel.run_chunks(lambda lo, hi: numpy.einsum("ncl,ncl->c", a[:, lo:hi], b[:, lo:hi], out=total[lo:hi]),
+                            a.shape[1], a.shape[0] * a.shape[2])
+        return total
     return xp.multiply(a, b, out=scratch(xp, name, a.shape, a.dtype)).sum(axis=(0, 2))
 
 

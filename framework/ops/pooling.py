@@ -11,6 +11,7 @@ import math
 
 import numpy
 
+from .. import parallel
 from ..kernels.im2col import add_windows, pad, windows
 from ..tensor import Function, OpError
 from .conv import conv_geometry, per_dim
@@ -23,33 +24,57 @@ class PoolNd(Function):
     """Max (``mode="max"``) or average (``mode="avg"``, divided by ``divisor``) over each window."""
 
     def forward(self, x):
+        self.x_shape = x.shape
+        if self.mode == "avg":
+            self.divisor = self.xp.asarray(self.divisor, dtype=x.dtype)
+        if self.xp is not numpy:
+            y, self.saved = self._pool(x)
+            return y
+        y = numpy.empty(x.shape[:2] + tuple(self.out), dtype=x.dtype)
+        argmax = None if self.mode == "avg" else numpy.empty(y.shape, dtype=self._index_dtype())
+
+        def images(lo, hi):       # each image on its own: chunks over the threads change no bit
+            y[lo:hi], index = self._pool(x[lo:hi])
+            if argmax is not None:
+                argmax[lo:hi] = index
+        parallel.run_chunks(images, x.shape[0], y[0].size * math.prod(self.kernel))
+        self.saved = argmax
+        return y
+
+    def _index_dtype(self):
+        return numpy.min_scalar_type(math.prod(self.kernel) - 1)
+
+    def _pool(self, x):
+        """(y, argmax) of images x (n, C, *size): argmax None for average pooling."""
         xp = self.xp
         padded = pad(x, self.padding, -numpy.inf if self.mode == "max" else 0)
         views = windows(padded, self.kernel, self.stride, (1,) * len(self.kernel), self.out)
         y = next(views).copy()
-        self.x_shape = x.shape
         if self.mode == "avg":
             for view in views:
                 y += view
-            self.divisor = xp.asarray(self.divisor, dtype=x.dtype)
-            return y / self.divisor
-        argmax = xp.zeros(y.shape, dtype=numpy.min_scalar_type(math.prod(self.kernel) - 1))
+            return y / self.divisor, None
+        argmax = xp.zeros(y.shape, dtype=self._index_dtype())
         for index, view in enumerate(views, start=1):
             better = view > y  # strictly: the first maximum wins ties
             xp.maximum(y, view, out=y)
             argmax += better * (index - argmax)  # argmax = index where better, without a masked write
-        self.saved = argmax
-        return y
+        return y, argmax
 
     def backward(self, gy):
         share = gy / self.divisor if self.mode == "avg" else None
-
-        def block(index):
-            """The gradient that kernel offset ``index`` sends back, (N, C, *out)."""
-            return share if share is not None else (self.saved == index) * gy
-
         gx = self.xp.zeros(self.x_shape, dtype=gy.dtype)
-        add_windows(gx, block, self.kernel, self.stride, self.padding, (1,) * len(self.kernel), self.out)
+
+        def images(lo, hi):
+            def block(index):
+                """The gradient that kernel offset ``index`` sends back, (n, C, *out)."""
+                return share[lo:hi] if share is not None else (self.saved[lo:hi] == index) * gy[lo:hi]
+            add_windows(gx[lo:hi], block, self.kernel, self.stride, self.padding, (1,) * len(self.kernel), self.out)
+
+        if self.xp is numpy:
+            parallel.run_chunks(images, gy.shape[0], gy[0].size * math.prod(self.kernel))
+        else:
+            images(0, gy.shape[0])
         return gx
 
 

@@ -11,9 +11,10 @@ lengths[n]-1 down to 0, and writes its outputs at their original positions.
 
 Each op is one Function over the whole sequence: forward runs every time step
 in ``framework.kernels`` and backward runs backpropagation through time there,
-from the gates cached in forward. The GRU kernel runs the rows sorted by
-decreasing length and computes only the rows still running at each step, and
-:func:`dynamic_bigru` runs both directions of a layer in the same time loop.
+from the gates cached in forward. Both kernels run the rows sorted by
+decreasing length and compute only the rows still running at each step, and
+:func:`dynamic_bigru` / :func:`dynamic_bilstm` run both directions of a layer
+in the same time loop.
 """
 import numpy
 
@@ -22,7 +23,7 @@ from ..kernels import gru as gru_kernel, lstm as lstm_kernel
 from ..tensor import Function, Tensor, OpError
 from .utils import check_float
 
-__all__ = ["sequence_linear", "dynamic_gru", "dynamic_bigru", "dynamic_lstm"]
+__all__ = ["sequence_linear", "dynamic_gru", "dynamic_bigru", "dynamic_lstm", "dynamic_bilstm"]
 
 
 def sequence_lengths(lengths, x, op, minimum=0):
@@ -63,39 +64,6 @@ def time_index(lengths, num_steps, reverse):
     if not reverse:
         return xp.broadcast_to(steps, (len(lengths), num_steps))
     return xp.where(steps < lengths[:, None], lengths[:, None] - 1 - steps, steps)
-
-
-class _Sequence:
-    """Gathers between batch-major (N, T, F) arrays and the kernels' time-major (T, N, F) runs.
-
-    Step s of sequence n's run reads position index[n, s]. ``mask`` (T, N, 1)
-    bool is True on valid steps; ``valid`` (N, T, 1) is the same as 0/1 of ``dtype``.
-    """
-
-    def __init__(self, lengths, num_steps, reverse, dtype):
-        xp = backend.get_array_module(lengths)
-        self.index = time_index(lengths, num_steps, reverse)
-        self.rows = xp.arange(len(lengths))
-        self.mask = (xp.arange(num_steps)[:, None] < lengths[None, :])[:, :, None]
-        self.valid = self.mask.transpose(1, 0, 2).astype(dtype)
-
-    def to_time_major(self, a):
-        """(N, T, F) -> (T, N, F) in run order."""
-        return a[self.rows[None, :], self.index.T]
-
-    def to_batch_major(self, a):
-        """(T, N, F) in run order -> (N, T, F) at the original positions."""
-        return a[self.index, self.rows[:, None]]
-
-    def outputs(self, states):
-        """The kernels' states (T, N, D) as outputs (N, T, D), 0 at invalid positions."""
-        out = self.to_batch_major(states)
-        out *= self.valid
-        return out
-
-    def output_grad(self, grad):
-        """The gradient of :meth:`outputs` (N, T, D) as the kernels' (T, N, D), 0 at invalid steps."""
-        return self.to_time_major(grad * self.valid)
 
 
 def _check_recurrent(op, x, weight, bias, states, gates):
@@ -272,22 +240,40 @@ class DynamicGRU(Function):
 
 
 class DynamicLSTM(Function):
-    """LSTM over a padded batch; attributes ``lengths``, ``reverse``."""
+    """S LSTM runs over one padded batch in one time loop (the directions of a layer).
 
-    def forward(self, x, weight, bias, h0, c0):
-        seq = _Sequence(self.lengths, x.shape[1], self.reverse, x.dtype)
-        x_tm = seq.to_time_major(x)
-        x_tm += bias.reshape(1, 1, -1)
-        hidden, cells, gates = lstm_kernel.lstm_forward(x_tm, seq.mask, weight, h0, c0)
-        self.saved = seq, hidden, cells, gates, weight, bias.shape
-        return seq.outputs(hidden[1:]), hidden[-1].copy(), cells[-1].copy()
+    Inputs: x_1..x_S (N, T, 4D), weight_1..S (D, 4D), bias_1..S, h0_1..S, c0_1..S (N, D);
+    attributes ``lengths`` and ``reverses`` (one bool per run). Outputs: hidden
+    (N, T, S*D), the runs' states side by side (0 past each length), then each
+    run's last hidden state, then each run's last cell state (N, D).
+    """
 
-    def backward(self, grad_hidden, grad_last_h, grad_last_c):
-        seq, hidden, cells, gates, weight, bias_shape = self.saved
-        grad_x, grad_weight, grad_h0, grad_c0 = lstm_kernel.lstm_backward(
-            hidden, cells, gates, seq.mask, weight, seq.output_grad(grad_hidden), grad_last_h, grad_last_c)
-        grad_bias = grad_x.sum(axis=(0, 1)).reshape(bias_shape)
-        return seq.to_batch_major(grad_x), grad_weight, grad_bias, grad_h0, grad_c0
+    def forward(self, *arrays):
+        xp, runs = self.xp, len(self.reverses)
+        xs, weights, biases, h0s, c0s = (arrays[i * runs:(i + 1) * runs] for i in range(5))
+        seq = _SortedRuns(self.lengths, xs[0].shape[1], self.reverses)
+        x = seq.to_runs(xs)                                                          # (T, S, N, 4D)
+        x += xp.stack([b.reshape(-1) for b in biases])[:, None, :]
+        weight = xp.stack(weights)                                                   # (S, D, 4D)
+        hidden, cells, gates, tanh_c = lstm_kernel.lstm_forward(
+            x, seq.active, weight, seq.sort_rows(xp.stack(h0s)), seq.sort_rows(xp.stack(c0s)))
+        self.saved = seq, hidden, cells, gates, tanh_c, weight, [b.shape for b in biases]
+        outputs = seq.from_runs(hidden, offset=1)                                    # S x (N, T, D)
+        return (outputs[0] if runs == 1 else xp.concatenate(outputs, axis=-1), *seq.last(hidden),
+                *seq.last(cells))
+
+    def backward(self, grad_hidden, *grad_last):
+        xp = self.xp
+        seq, hidden, cells, gates, tanh_c, weight, bias_shapes = self.saved
+        runs, d = len(self.reverses), weight.shape[1]
+        grad_states = seq.to_runs([grad_hidden[..., s * d:(s + 1) * d] for s in range(runs)])
+        grad_x, grad_w, grad_h0, grad_c0 = lstm_kernel.lstm_backward(
+            hidden, cells, gates, tanh_c, seq.active, weight, grad_states,
+            seq.sort_rows(xp.stack(grad_last[:runs])), seq.sort_rows(xp.stack(grad_last[runs:])))
+        grad_biases = grad_x.sum(axis=(0, 2))                                        # (S, 4D)
+        return (*seq.from_runs(grad_x), *grad_w,
+                *(g.reshape(shape) for g, shape in zip(grad_biases, bias_shapes)),
+                *seq.unsort_rows(grad_h0), *seq.unsort_rows(grad_c0))
 
 
 def dynamic_gru(x_proj, lengths, weight, bias=None, h0=None, reverse=False, origin_mode=False):
@@ -393,4 +379,37 @@ def dynamic_lstm(x_proj, lengths, weight, bias=None, h0=None, c0=None, reverse=F
     bias = _zeros(x_proj, (1, 4 * d)) if bias is None else bias
     h0 = _zeros(x_proj, (x_proj.shape[0], d)) if h0 is None else h0
     c0 = _zeros(x_proj, (x_proj.shape[0], d)) if c0 is None else c0
-    return DynamicLSTM.apply(x_proj, weight, bias, h0, c0, lengths=lengths, reverse=bool(reverse))
+    return DynamicLSTM.apply(x_proj, weight, bias, h0, c0, lengths=lengths, reverses=(bool(reverse),))
+
+
+def dynamic_bilstm(x_fw, x_bw, lengths, weight_fw, weight_bw, bias_fw=None, bias_bw=None, h0_fw=None, h0_bw=None,
+                   c0_fw=None, c0_bw=None):
+    """Both directions of a bidirectional LSTM layer in one time loop: :func:`dynamic_lstm` forward on ``x_fw``
+    and reversed on ``x_bw``, each with its own weights, outputs side by side.
+
+    Equal to ``concat([dynamic_lstm(x_fw, lengths, weight_fw, bias_fw, h0_fw, c0_fw)[0],
+    dynamic_lstm(x_bw, lengths, weight_bw, bias_bw, h0_bw, c0_bw, reverse=True)[0]], axis=-1)`` (and the
+    last states), but each time step runs both directions in one batched GEMM and one set of elementwise calls.
+
+    Args:
+        x_fw, x_bw: (N, T, 4D) float Tensors, the inputs projected for each direction.
+        lengths: (N,) int64 Tensor/array/list of valid lengths in [0, T], or None (all T).
+        weight_fw, weight_bw: (D, 4D) recurrent weights (gate columns as :func:`dynamic_lstm`).
+        bias_fw, bias_bw: (1, 4D) or (4D,) biases, or None.
+        h0_fw, h0_bw, c0_fw, c0_bw: (N, D) initial states, or None (zeros).
+
+    Returns:
+        (hidden, last_h_fw, last_h_bw, last_c_fw, last_c_bw): hidden (N, T, 2D), ``[forward | backward]``
+        states, 0 at t >= lengths[n]; the last states (N, D) of each direction after its final step
+        (position lengths-1, resp. 0).
+    """
+    d = _check_recurrent("dynamic_bilstm", x_fw, weight_fw, bias_fw, {"h0_fw": h0_fw, "c0_fw": c0_fw}, gates=4)
+    _check_recurrent("dynamic_bilstm", x_bw, weight_bw, bias_bw, {"h0_bw": h0_bw, "c0_bw": c0_bw}, gates=4)
+    if x_bw.shape != x_fw.shape or weight_bw.shape != weight_fw.shape:
+        raise OpError(f"dynamic_bilstm: both directions need the same shapes, got x {x_fw.shape} and "
+                      f"{x_bw.shape}, weight {weight_fw.shape} and {weight_bw.shape}")
+    lengths = sequence_lengths(lengths, x_fw, "dynamic_bilstm")
+    biases = [_zeros(x_fw, (1, 4 * d)) if b is None else b for b in (bias_fw, bias_bw)]
+    states = [_zeros(x_fw, (x_fw.shape[0], d)) if s is None else s for s in (h0_fw, h0_bw, c0_fw, c0_bw)]
+    return DynamicLSTM.apply(x_fw, x_bw, weight_fw, weight_bw, *biases, *states, lengths=lengths,
+                             reverses=(False, True))

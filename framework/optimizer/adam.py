@@ -2,7 +2,9 @@
 import math
 import numbers
 
-from .. import backend
+import numpy
+
+from .. import backend, parallel
 from .optimizer import Optimizer
 
 __all__ = ["Adam", "AdamW"]
@@ -59,7 +61,22 @@ class Adam(Optimizer):
 
 
 def _adam_in_place(p, m, v, g, lr, beta1, beta2, epsilon, t, xp):
-    """Adam update number ``t`` of the arrays ``p`` (parameter), ``m``, ``v`` (moments), in place."""
+    """Adam update number ``t`` of the arrays ``p`` (parameter), ``m``, ``v`` (moments), in place.
+
+    On NumPy the update runs over flat chunks on the threads (:mod:`framework.parallel`): it is elementwise,
+    so the result is the same bit for bit.
+    """
+    if xp is numpy and p.size >= 2 * parallel.MIN_CHUNK_ELEMENTS and all(
+            a.flags.c_contiguous for a in (p, m, v)):
+        flat = [a.reshape(-1) for a in (p, m, v, g)]
+        parallel.run_chunks(lambda lo, hi: _adam_chunk(*(a[lo:hi] for a in flat), lr, beta1, beta2, epsilon, t,
+                                                       xp), p.size)
+        return
+    _adam_chunk(p, m, v, g, lr, beta1, beta2, epsilon, t, xp)
+
+
+def _adam_chunk(p, m, v, g, lr, beta1, beta2, epsilon, t, xp):
+    """The Adam update of :func:`_adam_in_place` on one block of the arrays."""
     correction = math.sqrt(1 - beta2 ** t)
     m *= beta1
     m += (1 - beta1) * g

@@ -1,5 +1,7 @@
 """Stochastic gradient descent, plain and with momentum (Paddle's formulas)."""
-from .. import backend
+import numpy
+
+from .. import backend, parallel
 from .optimizer import Optimizer
 
 __all__ = ["SGD", "Momentum"]
@@ -48,10 +50,20 @@ class Momentum(Optimizer):
         return {"velocity": backend.get_array_module(param).zeros_like(param)}
 
     def _update(self, param, grad, state, lr, group):
-        mu, velocity = group["momentum"], state["velocity"]
-        velocity *= mu
-        velocity += grad
-        if group["use_nesterov"]:
-            param.data -= lr * (grad + mu * velocity)
+        mu, nesterov, velocity, data = group["momentum"], group["use_nesterov"], state["velocity"], param.data
+        if isinstance(data, numpy.ndarray) and data.flags.c_contiguous and velocity.flags.c_contiguous:
+            flat = [a.reshape(-1) for a in (data, velocity, grad)]     # elementwise: chunks change no bit
+            parallel.run_chunks(lambda lo, hi: _momentum_step(*(a[lo:hi] for a in flat), lr, mu, nesterov),
+                                data.size)
         else:
-            param.data -= lr * velocity
+            _momentum_step(data, velocity, grad, lr, mu, nesterov)
+
+
+def _momentum_step(data, velocity, grad, lr, mu, nesterov):
+    """velocity = mu * velocity + grad; data -= lr * (grad + mu * velocity) (Nesterov) or lr * velocity."""
+    velocity *= mu
+    velocity += grad
+    if nesterov:
+        data -= lr * (grad + mu * velocity)
+    else:
+        data -= lr * velocity

@@ -61,11 +61,11 @@ extern "C" void gru_forward(int gx, int gy, int th, P a, P b, P c, P d, const in
 extern "C" void gru_backward(int gx, int gy, int th, P a, P b, P c, P d, P e, P f, P g, P h, const int* l, int S,
                              int N, int D, T* o1, T* o2, T* o3) {
     launch(gx, gy, th, oar_gru_backward, a, b, c, d, e, f, g, h, l, S, N, D, o1, o2, o3); }
-extern "C" void lstm_forward(int gx, int gy, int th, P x, const bool* m, P w, int steps, int N, int D, T* h, T* c,
-                             T* g) { launch(gx, gy, th, oar_lstm_forward, x, m, w, steps, N, D, h, c, g); }
-extern "C" void lstm_backward(int gx, int gy, int th, P gh, const bool* m, P g, P c, P wt, int steps, int N, int D,
+extern "C" void lstm_forward(int gx, int gy, int th, P x, P w, const int* l, int S, int N, int D, T* h, T* c,
+                             T* g, T* tc) { launch(gx, gy, th, oar_lstm_forward, x, w, l, S, N, D, h, c, g, tc); }
+extern "C" void lstm_backward(int gx, int gy, int th, P gs, P g, P c, P tc, P wt, const int* l, int S, int N, int D,
                               T* gx_, T* gho, T* gco) {
-    launch(gx, gy, th, oar_lstm_backward, gh, m, g, c, wt, steps, N, D, gx_, gho, gco); }
+    launch(gx, gy, th, oar_lstm_backward, gs, g, c, tc, wt, l, S, N, D, gx_, gho, gco); }
 """
 
 
@@ -137,25 +137,25 @@ def test_lstm_kernels_write_what_the_numpy_loops_write(kernels, steps, runs, n, 
     rows, library = kernels
     rng = numpy.random.default_rng(steps * 10 + n)
     lengths = _lengths(rng, steps, n)
-    x, w = rng.standard_normal((steps, n, 4 * d)), rng.standard_normal((d, 4 * d)) * 0.5
-    mask = (numpy.arange(steps)[:, None] < lengths[None, :])[..., None]
-    h0, c0 = rng.standard_normal((n, d)), rng.standard_normal((n, d))
-    expected = lstm.lstm_forward(x, mask, w, h0, c0)
-    hidden, cells = numpy.zeros((steps + 1, n, d)), numpy.zeros((steps + 1, n, d))
+    active = [int((lengths > t).sum()) for t in range(steps)]
+    x, w = rng.standard_normal((steps, runs, n, 4 * d)), rng.standard_normal((runs, d, 4 * d)) * 0.5
+    h0, c0 = rng.standard_normal((runs, n, d)), rng.standard_normal((runs, n, d))
+    expected = lstm.lstm_forward(x.copy(), active, w, h0, c0)
+    hidden, cells = numpy.zeros((steps + 1, runs, n, d)), numpy.zeros((steps + 1, runs, n, d))
     hidden[0], cells[0] = h0, c0
-    gates = numpy.zeros((steps, n, 4 * d))
-    flat_mask = numpy.ascontiguousarray(mask.reshape(steps, n))
-    grid = (-(-n // rows), 1)
-    _call(library, "lstm_forward", grid, threads, x, flat_mask, w, steps, n, d, hidden, cells, gates)
-    for got, want in zip((hidden, cells, gates), expected):
+    gates, tanh_c = numpy.zeros((steps, runs, n, 4 * d)), numpy.zeros((steps, runs, n, d))
+    grid = (-(-n // rows), runs)
+    lengths32 = lengths.astype(numpy.int32)
+    _call(library, "lstm_forward", grid, threads, x, w, lengths32, runs, n, d, hidden, cells, gates, tanh_c)
+    for got, want in zip((hidden, cells, gates, tanh_c), expected):
         numpy.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
 
-    grad_hidden = rng.standard_normal((steps, n, d)) * mask
-    last_h, last_c = rng.standard_normal((n, d)), rng.standard_normal((n, d))
-    want_x, _, want_h, want_c = lstm.lstm_backward(*expected, mask, w, grad_hidden, last_h, last_c)
-    grad_x, grad_h, grad_c = numpy.zeros((steps, n, 4 * d)), last_h.copy(), last_c.copy()
-    _call(library, "lstm_backward", grid, threads, grad_hidden, flat_mask, expected[2], expected[1],
-          numpy.ascontiguousarray(w.T), steps, n, d, grad_x, grad_h, grad_c)
+    grad_states = rng.standard_normal((steps, runs, n, d))
+    last_h, last_c = rng.standard_normal((runs, n, d)), rng.standard_normal((runs, n, d))
+    want_x, _, want_h, want_c = lstm.lstm_backward(*expected, active, w, grad_states, last_h, last_c)
+    grad_x, grad_h, grad_c = numpy.zeros((steps, runs, n, 4 * d)), last_h.copy(), last_c.copy()
+    _call(library, "lstm_backward", grid, threads, grad_states, expected[2], expected[1], expected[3],
+          numpy.ascontiguousarray(w.swapaxes(1, 2)), lengths32, runs, n, d, grad_x, grad_h, grad_c)
     for got, want in ((grad_x, want_x), (grad_h, want_h), (grad_c, want_c)):
         numpy.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
 

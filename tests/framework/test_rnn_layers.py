@@ -3,6 +3,7 @@ import numpy
 import pytest
 
 import framework
+import framework.nn.functional as F
 from framework import nn
 from framework.testing import assert_allclose
 
@@ -176,3 +177,67 @@ def test_ops_reject_mismatched_shapes():
         nn.functional.dynamic_lstm(framework.to_tensor(numpy.zeros((2, 5, 12), "float32")), None,
                                    framework.to_tensor(numpy.zeros((3, 12), "float32")),
                                    h0=framework.to_tensor(numpy.zeros((3, 3), "float32")))
+
+
+def _lstm_by_steps(x, lengths, weight, bias, h0, c0, reverse):
+    """dynamic_lstm written with elementary framework ops, one sequence and one step at a time: an
+    independent reference for the fused kernel's values and, through autograd, its gradients."""
+    d = weight.shape[0]
+    rows = []
+    last_h, last_c = [], []
+    for i, length in enumerate(lengths):
+        h, c = h0[i:i + 1], c0[i:i + 1]
+        outputs = [None] * x.shape[1]
+        for t in (range(length - 1, -1, -1) if reverse else range(length)):
+            a = x[i:i + 1, t] + bias + framework.matmul(h, weight)                  # (1, 4D)
+            candidate, gate_i, gate_f, gate_o = (a[:, k * d:(k + 1) * d] for k in range(4))
+            c = F.sigmoid(gate_f) * c + F.sigmoid(gate_i) * F.tanh(candidate)
+            h = F.sigmoid(gate_o) * F.tanh(c)
+            outputs[t] = h
+        zero = framework.to_tensor(numpy.zeros((1, d)))
+        rows.append(framework.stack([zero if o is None else o for o in outputs], axis=1))   # (1, T, D)
+        last_h.append(h)
+        last_c.append(c)
+    return framework.concat(rows, axis=0), framework.concat(last_h, axis=0), framework.concat(last_c, axis=0)
+
+
+def test_fused_bidirectional_lstm_equals_elementary_ops_to_1e_10():
+    """Values and every gradient of dynamic_bilstm (ragged lengths, an empty sequence) against the step-by-step
+    composition of framework ops, in float64."""
+    rng = numpy.random.default_rng(7)
+    n, steps, d = 4, 6, 3
+    lengths = [6, 0, 4, 1]
+    arrays = [rng.uniform(-1, 1, (n, steps, 4 * d)), rng.uniform(-1, 1, (n, steps, 4 * d)),
+              rng.uniform(-1, 1, (d, 4 * d)), rng.uniform(-1, 1, (d, 4 * d)), rng.uniform(-.5, .5, (1, 4 * d)),
+              rng.uniform(-.5, .5, (1, 4 * d))] + [rng.uniform(-1, 1, (n, d)) for _ in range(4)]
+    weights = [rng.standard_normal((n, steps, 2 * d))] + [rng.standard_normal((n, d)) for _ in range(4)]
+
+    def run(fused):
+        tensors = [framework.to_tensor(a, requires_grad=True) for a in arrays]
+        x_fw, x_bw, w_fw, w_bw, b_fw, b_bw, h_fw, h_bw, c_fw, c_bw = tensors
+        if fused:
+            outputs = F.dynamic_bilstm(x_fw, x_bw, lengths, w_fw, w_bw, b_fw, b_bw, h_fw, h_bw, c_fw, c_bw)
+        else:
+            hidden_fw, last_h_fw, last_c_fw = _lstm_by_steps(x_fw, lengths, w_fw, b_fw, h_fw, c_fw, False)
+            hidden_bw, last_h_bw, last_c_bw = _lstm_by_steps(x_bw, lengths, w_bw, b_bw, h_bw, c_bw, True)
+            outputs = (framework.concat([hidden_fw, hidden_bw], axis=-1), last_h_fw, last_h_bw, last_c_fw, last_c_bw)
+        loss = sum((o * framework.to_tensor(w)).sum() for o, w in zip(outputs, weights))
+        loss.backward()
+        return [o.numpy() for o in outputs] + [t.grad.numpy() for t in tensors]
+
+    for k, (got, want) in enumerate(zip(run(True), run(False))):
+        numpy.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12, err_msg=f"array {k}")
+
+
+def test_bidirectional_lstm_layer_runs_both_directions_in_one_op():
+    """nn.LSTM(direction='bidirect') equals its two one-direction halves run separately."""
+    rng = numpy.random.default_rng(8)
+    framework.seed(0)
+    layer = nn.LSTM(5, 3, direction="bidirect")
+    x, lengths = _tensor(rng, 4, 6, 5), [6, 2, 0, 5]
+    out, (h, c) = layer(x, lengths)
+    for index, unit in enumerate((layer.layers[0]["fw"], layer.layers[0]["bw"])):
+        hidden, (last_h, last_c) = unit.run(x, framework.to_tensor(numpy.array(lengths)))
+        assert_allclose(out.numpy()[..., index * 3:(index + 1) * 3], hidden.numpy(), atol=1e-6)
+        assert_allclose(h.numpy()[index], last_h.numpy(), atol=1e-6)
+        assert_allclose(c.numpy()[index], last_c.numpy(), atol=1e-6)

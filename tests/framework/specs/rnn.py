@@ -1,4 +1,5 @@
-"""Specs for framework/ops/rnn.py: sequence_linear, dynamic_gru, dynamic_bigru and dynamic_lstm on uneven lengths.
+"""Specs for framework/ops/rnn.py: sequence_linear, dynamic_gru, dynamic_bigru, dynamic_lstm and dynamic_bilstm
+on uneven lengths.
 
 References are per-sequence Python loops over each sequence's valid steps
 (reversed order for the reverse direction), written from Paddle's formulas.
@@ -126,6 +127,23 @@ def _lstm_spec(reverse):
         id=f"rnn.dynamic_lstm[reverse={reverse}]")
 
 
+def _bilstm_spec(lengths):
+    """Both LSTM directions in one op: the two single-direction references side by side."""
+    def make(rng):
+        return [rng.uniform(-1, 1, (N, T, 4 * D)), rng.uniform(-1, 1, (N, T, 4 * D)),
+                numpy.array(lengths, dtype=numpy.int64), rng.uniform(-1, 1, (D, 4 * D)),
+                rng.uniform(-1, 1, (D, 4 * D)), rng.uniform(-0.5, 0.5, (1, 4 * D)), rng.uniform(-0.5, 0.5, (4 * D,)),
+                *(rng.uniform(-1, 1, (N, D)) for _ in range(4))]
+
+    def ref(x_fw, x_bw, lengths, w_fw, w_bw, b_fw, b_bw, h0_fw, h0_bw, c0_fw, c0_bw):
+        hidden_fw, h_fw, c_fw = lstm_reference(x_fw, lengths, w_fw, b_fw, h0_fw, c0_fw, False)
+        hidden_bw, h_bw, c_bw = lstm_reference(x_bw, lengths, w_bw, b_bw, h0_bw, c0_bw, True)
+        return numpy.concatenate([hidden_fw, hidden_bw], axis=-1), h_fw, h_bw, c_fw, c_bw
+
+    return OpSpec("dynamic_bilstm", lambda x_fw, x_bw, lengths, *rest: F.dynamic_bilstm(x_fw, x_bw, lengths, *rest),
+                  make, ref, id=f"rnn.dynamic_bilstm[lengths={lengths}]")
+
+
 SPECS = [_gru_spec(reverse, origin) for reverse in (False, True) for origin in (False, True)]
 SPECS += [
     _gru_spec(True, False, lengths=[3, 0, 5], bias_shape=(3 * D,)),
@@ -136,4 +154,6 @@ SPECS += [
     _bigru_spec(True, [3, 0, 5]),
     _lstm_spec(False),
     _lstm_spec(True),
+    _bilstm_spec(LENGTHS),
+    _bilstm_spec([3, 0, 5]),
 ]
