@@ -14,11 +14,13 @@ from importlib import metadata
 from framework import distributed
 from framework.errors import UserError, describe_os_error
 
-from .commands import COMMANDS, UsageError
+from .commands import COMMANDS, Command, UsageError
+from .slim import command as compress_command
 
 __all__ = ["main", "build_parser", "guarded", "run_tool", "console"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 130, 141
+COMPRESS = Command("compress", compress_command.HELP, compress_command.add_arguments, compress_command.run)
 
 
 def _version():
@@ -49,7 +51,7 @@ def build_parser(prog="oar"):
     parser.add_argument("--version", action="version", version=f"oar {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     commands.required = True
-    for command in COMMANDS:
+    for command in COMMANDS + [COMPRESS]:
         sub = commands.add_parser(command.name, help=command.help, description=command.help, parents=[common])
         command.add_arguments(sub)
         sub.set_defaults(run=command.run)

@@ -13,9 +13,11 @@ import os
 
 import numpy
 
+from .. import backend
 from ..engine.checkpoint import load_checkpoint, restore_model
 from ..fetch import sha256_of
 from ..serialization import save
+from ..tensor import Tensor
 from .errors import SlimError
 from .int8 import prepare
 from .prune import resize_to
@@ -28,7 +30,7 @@ def save_compressed(path, model, recipe, half=False):
     and their scales are kept as they are). Returns the file's sha256."""
     state = {}
     for name, value in model.state_dict().items():
-        array = numpy.asarray(value)
+        array = numpy.asarray(backend.to_device(value.data if isinstance(value, Tensor) else value, "cpu"))
         if half and array.dtype.kind == "f" and not name.endswith("_scale"):
             array = array.astype(numpy.float16)
         state[name] = array

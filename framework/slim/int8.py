@@ -26,26 +26,33 @@ from .. import backend
 from ..ops.common import Embedding
 from ..ops.conv import ConvNd
 from ..ops.linalg import Linear
-from ..ops.rnn import DynamicGRU, DynamicLSTM, SequenceLinear
+from ..ops.rnn import SequenceLinear
 from ..nn.layer import Parameter
 from ..tensor import Tensor, no_grad, observe_ops
 from .errors import SlimError
 from .ops import dequantize, quantize_activation
 from .quant import observer, quantize_weight
 
-__all__ = ["find_sites", "calibrate", "convert", "prepare", "SITE_OPS"]
+__all__ = ["quantize", "find_sites", "calibrate", "convert", "keep_reached_activations", "prepare", "SITE_OPS"]
 
-# op class -> (weight input position, channel axis of that weight, whether the op's first input is quantised)
-SITE_OPS = {ConvNd: (1, 0, True), Linear: (1, 1, True), SequenceLinear: (1, 1, True), Embedding: (1, 0, False),
-            DynamicLSTM: (1, 1, False), DynamicGRU: (None, 1, False)}
+# op class -> (channel axis of its weight, input 1, whether the op's first input is quantised)
+SITE_OPS = {ConvNd: (0, True), Linear: (1, True), SequenceLinear: (1, True), Embedding: (0, False)}
 
 
-def _weight_positions(cls, inputs):
-    position = SITE_OPS[cls][0]
-    if position is not None:
-        return [position]
-    runs = len(inputs) // 4                                   # DynamicGRU: x_1..S, weight_1..S, bias, h0
-    return list(range(runs, 2 * runs))
+def _recurrent(cls):
+    """A GRU/LSTM op (``framework.ops.rnn``, the masked projection aside): its 2-D parameter inputs are
+    recurrent weights with the gates along axis 1."""
+    return cls.__module__ == SequenceLinear.__module__ and cls is not SequenceLinear
+
+
+def _weights_read(cls, inputs, names):
+    """``[(param name, axis, activation)]`` of the weights one op call reads."""
+    if cls in SITE_OPS:
+        name = names.get(id(inputs[1])) if len(inputs) > 1 else None
+        return [(name, *SITE_OPS[cls])] if name else []
+    if _recurrent(cls):
+        return [(names[id(t)], 1, False) for t in inputs if id(t) in names and t.ndim == 2 and min(t.shape) > 1]
+    return []
 
 
 def find_sites(model, run_batch, batch):
@@ -55,12 +62,8 @@ def find_sites(model, run_batch, batch):
     sites = {}
 
     def seen(cls, inputs, attrs, result):
-        if cls not in SITE_OPS:
-            return
-        for position in _weight_positions(cls, inputs):
-            name = names.get(id(inputs[position])) if position < len(inputs) else None
-            if name is not None and name not in sites:
-                sites[name] = {"axis": SITE_OPS[cls][1], "activation": SITE_OPS[cls][2] and position == 1}
+        for name, axis, activation in _weights_read(cls, inputs, names):
+            sites.setdefault(name, {"axis": axis, "activation": activation})
 
     with no_grad(), observe_ops(seen):
         run_batch(batch)
@@ -108,6 +111,7 @@ class _Int8Layer:
 
     def forward(self, x, *args, **kwargs):
         scale = self.__dict__["_buffers"].get("input_scale")
+        self.__dict__["_int8_called"] = True
         if scale is not None:
             x = quantize_activation(x, scale)
         return super().forward(x, *args, **kwargs)
@@ -156,6 +160,37 @@ def convert(model, sites, scales):
                      None if input_scale is None else xp.asarray(input_scale, dtype=xp.float32))
     return {"weights": {name: {"axis": int(s["axis"]), "activation": bool(s["activation"] and name in scales)}
                         for name, s in sites.items()}}
+
+
+def keep_reached_activations(model, recipe, run_batch, batch):
+    """Drop the input rounding of the converted layers whose own forward ``run_batch(batch)`` never calls
+    (their parent reads the weight and calls the op itself, as a GRU/LSTM layer does with its input
+    projection): their weight stays int8, their input float. Updates and returns ``recipe``."""
+    layers = dict(model.named_sublayers(include_self=True))
+    for layer in layers.values():
+        layer.__dict__.pop("_int8_called", None)
+    with no_grad():
+        run_batch(batch)
+    for name, site in recipe["weights"].items():
+        layer, _ = _owner(model, name)
+        if site["activation"] and not layer.__dict__.get("_int8_called"):
+            del layer.__dict__["_buffers"]["input_scale"]
+            site["activation"] = False
+    return recipe
+
+
+def quantize(model, run_batch, batches, method="abs_max"):
+    """Post-training int8 quantisation of ``model`` in place (module docstring, steps 1-3) with the
+    calibration ``batches`` (each given to ``run_batch``); returns the recipe."""
+    if not batches:
+        raise SlimError("quant.calibration: the calibration set is empty; give at least one batch of samples")
+    sites = find_sites(model, run_batch, batches[0])
+    if not sites:
+        raise SlimError("quant: the model reads no weight through a convolution, linear map, embedding or "
+                        "recurrence; there is nothing to quantise")
+    recipe = convert(model, sites, calibrate(model, run_batch, batches, sites, method))
+    recipe["method"] = method
+    return keep_reached_activations(model, recipe, run_batch, batches[0])
 
 
 def prepare(model, recipe):

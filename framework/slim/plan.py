@@ -12,7 +12,8 @@ as :func:`~framework.slim.prune.kept_channels` rounds them).
 - :func:`sensitivity_plan` is PaddleSlim's sensitive strategy: for a loss
   budget ``t``, each group takes the largest ratio whose measured metric drop is
   at most ``t`` (linear between the measured ratios), and ``t`` is bisected to
-  the smallest budget whose plan meets the target.
+  the smallest budget whose plan meets the target; that plan's ratios are then scaled down together
+  as far as the target allows (several layers may share the smallest budget).
 
 An unreachable target is a SlimError naming the setting and the best reachable reduction.
 """
@@ -58,9 +59,9 @@ def uniform_plan(costs, groups, target, max_ratio=0.9, setting="prune.flops_targ
         raise _unreachable(setting, target, best, f"pruning every prunable layer by {max_ratio:g}")
     lo, hi = 0.0, max_ratio
     while hi - lo > 1e-4:
-        mid = (lo + hi) / 2
+        mid = round((lo + hi) / 2, 6)
         lo, hi = (lo, mid) if _reduction(costs, groups, dict.fromkeys(names, mid)) >= target else (mid, hi)
-    return dict.fromkeys(names, round(hi, 4))
+    return dict.fromkeys(names, hi)
 
 
 def allowed_ratio(drops, budget):
@@ -91,4 +92,13 @@ def sensitivity_plan(costs, groups, sensitivities, target, setting="prune.flops_
     for _ in range(40):
         mid = (lo + hi) / 2
         lo, hi = (lo, mid) if _reduction(costs, groups, plan_for(mid)) >= target else (mid, hi)
-    return {name: ratio for name, ratio in plan_for(hi).items() if ratio > 0}
+    plan = plan_for(hi)
+    lo_f, hi_f = 0.0, 1.0                        # the budget's plan may overshoot: scale it down to the target
+    for _ in range(30):
+        mid = (lo_f + hi_f) / 2
+        lo_f, hi_f = (lo_f, mid) if _reduction(costs, groups, _scaled(plan, mid)) >= target else (mid, hi_f)
+    return {name: ratio for name, ratio in _scaled(plan, hi_f).items() if ratio > 0}
+
+
+def _scaled(plan, factor):
+    return {name: round(ratio * factor, 4) for name, ratio in plan.items()}

@@ -12,7 +12,8 @@
   calibration: the clipping threshold whose 128-level histogram is closest in
   KL divergence to the 2048-bin one). The two histogram observers need two
   passes: the first finds the range (:meth:`observe_range`), the second fills the
-  histogram (:meth:`observe`).
+  histogram (:meth:`observe`). Exact zeros (half of every post-ReLU tensor) are not
+  counted: int8 holds them exactly, and in the histogram they pull KL's threshold down.
 """
 import numpy
 
@@ -75,8 +76,9 @@ class _Histogram:
         self.amax = max(self.amax, float(numpy.abs(x).max()) if x.size else 0.0)
 
     def observe(self, x):
-        if self.amax > 0:
-            self.counts += numpy.histogram(numpy.abs(x), bins=self.bins, range=(0.0, self.amax))[0]
+        magnitudes = numpy.abs(x)
+        if self.amax > 0:                                   # exact zeros (after a ReLU) stay exact: not counted
+            self.counts += numpy.histogram(magnitudes[magnitudes > 0], bins=self.bins, range=(0.0, self.amax))[0]
 
     @property
     def width(self):

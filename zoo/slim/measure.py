@@ -1,0 +1,76 @@
+"""What ``oar compress`` and ``oar reproduce slim`` report about a model: size, work, speed and accuracy.
+
+- :func:`model_inputs`: the arrays a task's model is called with for a batch
+  (recorded from ``task.predict_batch``), the inputs a traced program and an
+  ONNX model take;
+- :func:`timed`: median wall time of calls (after a warm-up), never asserted on;
+- :func:`speed`: batch-1 latency (ms, median over the first ``n`` single
+  examples) and batch-64 throughput (examples/s) of a callable on those inputs;
+- :func:`test_metrics`: the task's metrics on its config's test split.
+"""
+import statistics
+import time
+
+from framework import jit
+from framework.engine import runner
+from framework.engine.task import to_tensors
+from framework.tensor import Tensor
+
+__all__ = ["model_inputs", "timed", "speed", "test_metrics", "static_program"]
+
+
+class _Recorder:
+    """Stands in for a task's model: records the arrays of its last call and answers with the model."""
+
+    def __init__(self, model):
+        self.model, self.args = model, None
+
+    def __call__(self, *args):
+        self.args = tuple(a.data if isinstance(a, Tensor) else a for a in args)
+        return self.model(*args)
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+
+def model_inputs(task, batch):
+    """The tuple of arrays ``task.model`` is called with when the task predicts ``batch`` (raw arrays)."""
+    recorder = _Recorder(task.model)
+    task.model = recorder
+    try:
+        task.predict_batch(to_tensors(batch))
+    finally:
+        task.model = recorder.model
+    return recorder.args
+
+
+def static_program(task, inputs):
+    """The model traced (exact passes) on ``inputs`` with the task's dynamic axes: oar's static path."""
+    return jit.trace(task.model, inputs, dynamic_axes=task.dynamic_axes, passes=jit.EXACT_PASSES)
+
+
+def timed(call, args, repeats):
+    """Median seconds of ``call(*args)`` over ``repeats`` calls, after one warm-up call."""
+    call(*args)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call(*args)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def speed(call, singles, batch, repeats=20):
+    """``{"latency_ms", "throughput"}``: median batch-1 time over the ``singles`` (tuples of arrays with a batch
+    axis of one, each timed ``repeats // len(singles)`` times at least once) and examples/s on ``batch``."""
+    per = max(repeats // len(singles), 1)
+    latency = statistics.median(timed(call, one, per) for one in singles)
+    size = len(batch[0])
+    return {"latency_ms": round(latency * 1e3, 3), "throughput": round(size / timed(call, batch, 3), 1)}
+
+
+def test_metrics(task, cfg, device=None):
+    """The task's metrics (4 digits) on ``cfg``'s test split."""
+    dataset = runner.build_dataset(cfg, "test")
+    loader = runner.build_loader(dataset, task, runner.check_sections(cfg), training=False)
+    return {k: round(float(v), 4) for k, v in runner.evaluate(task, loader, device).items()}
