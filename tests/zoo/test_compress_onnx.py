@@ -1,0 +1,70 @@
+"""The int8 ONNX model runs in a bare ONNX Runtime (a process that imports only numpy and onnxruntime) with
+int8 kernels, close to the float model; oar's own int8 program exports as QDQ and matches ONNX Runtime."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy
+import pytest
+
+from framework import jit, no_grad, to_tensor
+from framework.slim import int8
+
+from ..framework.slim.nets import SmallResNet, randomised
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+from framework.onnx import export  # noqa: E402
+from zoo.slim.onnx_int8 import quantize_onnx  # noqa: E402
+
+BARE = r"""
+import json, sys
+import numpy, onnxruntime
+model, optimized, inputs, expected = sys.argv[1:5]
+options = onnxruntime.SessionOptions()
+options.optimized_model_filepath = optimized
+session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+x = numpy.load(inputs)
+y = session.run(None, {session.get_inputs()[0].name: x})[0]
+print(json.dumps({"error": float(numpy.abs(y - numpy.load(expected)).max()), "shape": list(y.shape),
+                  "modules": sorted(m for m in ("framework", "zoo", "onnx") if m in sys.modules)}))
+"""
+
+RNG = numpy.random.default_rng(2)
+
+
+def test_onnx_runtime_runs_the_int8_model_with_int8_kernels(tmp_path):
+    model = randomised(SmallResNet())
+    x = RNG.normal(size=(4, 3, 10, 10)).astype(numpy.float32)
+    float_path, int8_path = str(tmp_path / "model.onnx"), str(tmp_path / "model.int8.onnx")
+    export(jit.trace(model, (x[:1],)), float_path)
+    feeds = [{"x": RNG.normal(size=(1, 3, 10, 10)).astype(numpy.float32)} for _ in range(16)]
+    quantize_onnx(float_path, int8_path, "static", feeds, "abs_max")
+    with no_grad():
+        expected = model(to_tensor(x)).numpy()
+    numpy.save(tmp_path / "x.npy", x)
+    numpy.save(tmp_path / "y.npy", expected)
+    optimized = str(tmp_path / "optimized.onnx")
+    run = subprocess.run([sys.executable, "-c", BARE, int8_path, optimized, str(tmp_path / "x.npy"),
+                          str(tmp_path / "y.npy")], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout)
+    assert result["modules"] == [] and result["shape"] == [4, 5]
+    assert result["error"] < 0.1 * numpy.abs(expected).max()
+    kernels = {node.op_type for node in onnx.load(optimized).graph.node}
+    assert "QLinearConv" in kernels, kernels
+    initializers = {t.data_type for t in onnx.load(int8_path).graph.initializer}
+    assert onnx.TensorProto.INT8 in initializers
+
+
+def test_oar_int8_program_exports_as_qdq(tmp_path):
+    model = randomised(SmallResNet())
+    x = RNG.normal(size=(2, 3, 10, 10)).astype(numpy.float32)
+    int8.quantize(model, lambda b: model(to_tensor(b)), [x], "abs_max")
+    program = jit.trace(model, (x,), passes=("remove_identities", "eliminate_dead_code"))
+    path = str(tmp_path / "qdq.onnx")
+    export(program, path, tolerance=0.02)          # checked against the program in ONNX Runtime
+    ops = [node.op_type for node in onnx.load(path).graph.node]
+    assert ops.count("DequantizeLinear") >= 6 + 6 and ops.count("QuantizeLinear") == 6
+    assert os.path.getsize(path) < 0.5 * sum(p.size * 4 for p in SmallResNet().parameters()) + 20000
