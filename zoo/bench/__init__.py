@@ -45,6 +45,7 @@ SUITES = {  # benchmark name -> module whose ``run_all(quick=False)`` measures i
     "export": "zoo.bench.export",
     "static": "zoo.bench.static",
     "senta": "zoo.bench.senta",
+    "train": "zoo.bench.train",
     "gpu": "zoo.bench.gpu",
     "cli": "zoo.bench.cli",
     "serve": "zoo.bench.serve",

@@ -130,8 +130,8 @@ def bench_lac(device, plan, batch, length):
     tokens, labels, lengths = lac_benchmarks._batch(numpy.random.default_rng(0), batch, length)
     config = {"batch": batch, "length": length, "emb": 128, "hidden": 128, "layers": 2,
               "tags": lac_benchmarks.NUM_TAGS}
-    return _compare(config, device, plan, lambda: lac_benchmarks._oar_step(tokens, labels, lengths, device),
-                    lambda torch: lac_benchmarks._torch_step(torch, tokens, labels, _torch_device(device)))
+    return _compare(config, device, plan, lambda: lac_benchmarks.oar_train_step(tokens, labels, lengths, device),
+                    lambda torch: lac_benchmarks.torch_train_step(torch, tokens, labels, _torch_device(device)))
 
 
 def bench_senta(device, plan, batch, length, vocab_size, emb_dim, hidden, hidden2):
@@ -140,8 +140,8 @@ def bench_senta(device, plan, batch, length, vocab_size, emb_dim, hidden, hidden
     sizes = (vocab_size, emb_dim, hidden, hidden2)
     config = {"model": "bilstm", "batch": batch, "length": length, "emb": emb_dim, "hidden": hidden}
     return _compare(config, device, plan,
-                    lambda: senta_benchmarks._oar_step("bilstm", ids, labels, *sizes, device=device),
-                    lambda torch: senta_benchmarks._torch_step(torch, "bilstm", ids, labels, *sizes,
+                    lambda: senta_benchmarks.oar_train_step("bilstm", ids, labels, *sizes, device=device),
+                    lambda torch: senta_benchmarks.torch_train_step(torch, "bilstm", ids, labels, *sizes,
                                                                device=_torch_device(device)))
 
 

@@ -31,7 +31,7 @@ from framework.timing import best_times
 
 from .torch_twins import match_blas_threads, torch_lac, torch_or_none
 
-__all__ = ["bench_train_step", "bench_inference", "peoples_daily_test_texts", "run_all", "PADDLE_ENGINE_QUOTED"]
+__all__ = ["oar_train_step", "torch_train_step", "bench_train_step", "bench_inference", "peoples_daily_test_texts", "run_all", "PADDLE_ENGINE_QUOTED"]
 
 VOCAB_SIZE, NUM_TAGS = 4034, 85
 
@@ -47,7 +47,7 @@ def _batch(rng, batch, length):
             numpy.full(batch, length, dtype=numpy.int64))
 
 
-def _oar_step(tokens, labels, lengths, device="cpu"):
+def oar_train_step(tokens, labels, lengths, device="cpu"):
     """A function running one oar training step (loss, backward, Adam) on the given batch; it returns the loss.
 
     ``device``: 'cpu' or 'gpu', where the model and the batch live.
@@ -72,7 +72,7 @@ def _oar_step(tokens, labels, lengths, device="cpu"):
     return step
 
 
-def _torch_step(torch, tokens, labels, device="cpu"):
+def torch_train_step(torch, tokens, labels, device="cpu"):
     """A function running one PyTorch training step of the same network and loss on the given batch; it returns
     the loss. ``device``: a torch device ('cpu', 'cuda')."""
     model = torch_lac(VOCAB_SIZE, NUM_TAGS, emb_dim=128, hidden=128, num_layers=2, device=device)
@@ -93,14 +93,14 @@ def bench_train_step(batch=64, length=64, repeat=5):
     rng = numpy.random.default_rng(0)
     tokens, labels, lengths = _batch(rng, batch, length)
     result = {"batch": batch, "length": length, "emb": 128, "hidden": 128, "layers": 2, "tags": NUM_TAGS,
-              "oar": _rates(batch * length, best_times(_oar_step(tokens, labels, lengths), repeat), "tokens")}
+              "oar": _rates(batch * length, best_times(oar_train_step(tokens, labels, lengths), repeat), "tokens")}
     torch = torch_or_none()
     if torch is None:
         return result
     torch.manual_seed(0)
     threads = match_blas_threads(torch, default=1)
     result["torch"] = {"version": torch.__version__, "threads": threads,
-                       **_rates(batch * length, best_times(_torch_step(torch, tokens, labels), repeat), "tokens")}
+                       **_rates(batch * length, best_times(torch_train_step(torch, tokens, labels), repeat), "tokens")}
     return result
 
 

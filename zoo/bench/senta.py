@@ -18,10 +18,10 @@ from nlp.senta.model import SentaBiLSTM, SentaCNN
 
 from .torch_twins import match_blas_threads, torch_or_none, torch_senta
 
-__all__ = ["bench_train_step", "run_all"]
+__all__ = ["oar_train_step", "torch_train_step", "bench_train_step", "run_all"]
 
 
-def _oar_step(kind, ids_np, labels_np, vocab_size, emb_dim, hidden, hidden2, device="cpu"):
+def oar_train_step(kind, ids_np, labels_np, vocab_size, emb_dim, hidden, hidden2, device="cpu"):
     """A function running one oar training step of ``kind`` on ids (N, L) and labels (N,); it returns the loss.
 
     ``device``: 'cpu' or 'gpu', where the model and the batch live.
@@ -44,7 +44,7 @@ def _oar_step(kind, ids_np, labels_np, vocab_size, emb_dim, hidden, hidden2, dev
     return step
 
 
-def _torch_step(torch, kind, ids_np, labels_np, vocab_size, emb_dim, hidden, hidden2, device="cpu"):
+def torch_train_step(torch, kind, ids_np, labels_np, vocab_size, emb_dim, hidden, hidden2, device="cpu"):
     """The same step for the PyTorch twin; it returns the loss. ``device``: a torch device ('cpu', 'cuda')."""
     twin = torch_senta(kind, vocab_size, emb_dim, hidden, hidden2).to(device)
     twin_optimizer = torch.optim.Adam(twin.parameters(), lr=1e-3)
@@ -76,14 +76,14 @@ def bench_train_step(kind="bilstm", batch=64, length=100, vocab_size=3707, emb_d
     ids_np, labels_np = _batch_arrays(batch, length, vocab_size)
     sizes = (vocab_size, emb_dim, hidden, hidden2)
     framework.seed(0)
-    seconds = median_time(_oar_step(kind, ids_np, labels_np, *sizes), repeat)
+    seconds = median_time(oar_train_step(kind, ids_np, labels_np, *sizes), repeat)
     row = {"model": kind, "batch": batch, "length": length, "emb": emb_dim, "hidden": hidden,
            "oar_step_ms": seconds * 1e3, "oar_samples_per_s": batch / seconds}
     torch = torch_or_none()
     if torch is not None:
         match_blas_threads(torch)
         torch.manual_seed(0)
-        torch_seconds = median_time(_torch_step(torch, kind, ids_np, labels_np, *sizes), repeat)
+        torch_seconds = median_time(torch_train_step(torch, kind, ids_np, labels_np, *sizes), repeat)
         row.update({"torch_step_ms": torch_seconds * 1e3, "torch_threads": torch.get_num_threads(),
                     "torch_vs_oar": seconds and torch_seconds / seconds})
     return row

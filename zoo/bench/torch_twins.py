@@ -3,7 +3,7 @@
 Every PyTorch model the project measures itself against lives here: the
 ResNets (:func:`torch_resnet`) and TSN/TSM on them (:func:`torch_tsm`), the
 LAC BiGRU-CRF (:func:`torch_lac`), Senta's BiLSTM and CNN
-(:func:`torch_senta`), and the three YouTube-8M feature models
+(:func:`torch_senta`), SimNet's BOW (:func:`torch_simnet_bow`), and the three YouTube-8M feature models
 (:func:`torch_attention_cluster`, :func:`torch_attention_lstm`,
 :func:`torch_nextvlad`). PyTorch is never a dependency: it is imported in one
 place, :func:`torch_or_none`, on first use, so importing this module needs
@@ -12,7 +12,7 @@ nothing; a builder called without PyTorch raises an ImportError that says so.
 import os
 
 __all__ = ["TORCH_MISSING", "torch_or_none", "require_torch", "match_blas_threads", "torch_resnet", "torch_tsm",
-           "torch_lac", "torch_senta", "torch_attention_cluster", "torch_attention_lstm", "torch_nextvlad"]
+           "torch_lac", "torch_senta", "torch_simnet_bow", "torch_attention_cluster", "torch_attention_lstm", "torch_nextvlad"]
 
 TORCH_MISSING = "the PyTorch reference models need PyTorch, which is not installed (pip install torch)"
 
@@ -233,6 +233,33 @@ def torch_senta(kind, vocab_size, emb_dim, hidden, hidden2):
             return self.out(torch.tanh(self.fc(torch.tanh(h.max(dim=1).values))))
 
     return Senta()
+
+
+def torch_simnet_bow(vocab_size, emb_dim=128, hidden=128):
+    """The twin of SimNetBOW with the pointwise head: ``forward(a_ids, a_lengths, b_ids, b_lengths)`` -> logits (N, 2).
+
+    Both texts through one embedding (id 0 is padding), the sum of the valid
+    embeddings, softsign, then ``[|u - v|, u * v]`` -> Linear -> ReLU -> Linear(2).
+    """
+    torch = require_torch()
+    nn = torch.nn
+
+    class SimNetBOW(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embedding = nn.Embedding(vocab_size, emb_dim, padding_idx=0)
+            self.fc, self.out = nn.Linear(2 * emb_dim, hidden), nn.Linear(hidden, 2)
+
+        def encode(self, ids, lengths):
+            valid = torch.arange(ids.shape[1])[None, :] < lengths[:, None]             # (N, L)
+            pooled = (self.embedding(ids) * valid[..., None]).sum(1)                  # (N, E)
+            return pooled / (pooled.abs() + 1)
+
+        def forward(self, a_ids, a_lengths, b_ids, b_lengths):
+            u, v = self.encode(a_ids, a_lengths), self.encode(b_ids, b_lengths)
+            return self.out(torch.relu(self.fc(torch.cat([(u - v).abs(), u * v], 1))))
+
+    return SimNetBOW()
 
 
 def torch_attention_cluster(feature_dims=(1024, 128), num_clusters=(32, 32), hidden_sizes=(1024, 4096),

@@ -19,7 +19,7 @@ from video.models import attention_cluster, attention_lstm, nextvlad  # noqa: F4
 
 from .torch_twins import torch_attention_cluster, torch_attention_lstm, torch_nextvlad, torch_or_none
 
-__all__ = ["MODEL_NAMES", "bench_ours", "bench_torch", "run_all"]
+__all__ = ["MODEL_NAMES", "bench_ours", "bench_torch", "oar_train_step", "torch_train_step", "run_all"]
 
 MODEL_NAMES = ("attention_cluster_youtube8m", "attention_lstm_youtube8m", "nextvlad_youtube8m")
 DIMS, CLASSES = (1024, 128), 3862
@@ -34,6 +34,11 @@ def _batch(batch, frames, seed=0):
 
 def bench_ours(name, batch, frames, repeat):
     """Seconds per training step of our ``name`` at the given batch and frames."""
+    return median_time(oar_train_step(name, batch, frames), repeat)
+
+
+def oar_train_step(name, batch, frames):
+    """A function running one training step of our ``name`` at the given batch and frames."""
     framework.seed(0)
     model = MODELS.build({"type": name})
     model.train()
@@ -47,7 +52,7 @@ def bench_ours(name, batch, frames, repeat):
         loss.backward()
         optimizer.step()
         optimizer.clear_grad()
-    return median_time(step, repeat)
+    return step
 
 
 def _torch_model(name):
@@ -59,6 +64,12 @@ def _torch_model(name):
 
 def bench_torch(name, batch, frames, repeat):
     """Seconds per training step of the PyTorch version of ``name``, or None without torch."""
+    step = torch_train_step(name, batch, frames)
+    return None if step is None else median_time(step, repeat)
+
+
+def torch_train_step(name, batch, frames):
+    """A function running one training step of the PyTorch version of ``name``, or None without torch."""
     torch = torch_or_none()
     if torch is None:
         return None
@@ -75,7 +86,7 @@ def bench_torch(name, batch, frames, repeat):
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
-    return median_time(step, repeat)
+    return step
 
 
 def run_all(quick=False, repeat=3):

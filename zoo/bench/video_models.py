@@ -25,7 +25,7 @@ from video.models import TSM, TSN
 
 from .torch_twins import require_torch, torch_or_none, torch_tsm
 
-__all__ = ["bench_ours", "bench_torch", "run_all"]
+__all__ = ["bench_ours", "bench_torch", "oar_train_step", "torch_train_step", "run_all"]
 
 SEGMENTS = 8
 
@@ -37,6 +37,11 @@ def _clips(batch, size):
 
 def bench_ours(model, batch, size, repeat):
     """Seconds per video of one training step of ``model`` (ours) on (batch, 8, 3, size, size) clips."""
+    return best_time(oar_train_step(model, batch, size), repeat=repeat) / batch
+
+
+def oar_train_step(model, batch, size):
+    """A function running one training step of ``model`` (ours) on (batch, 8, 3, size, size) clips."""
     data, labels = _clips(batch, size)
     x, y = framework.to_tensor(data), framework.to_tensor(labels)
     optimizer = Momentum(learning_rate=0.001, momentum=0.9, parameters=model.parameters())
@@ -46,11 +51,16 @@ def bench_ours(model, batch, size, repeat):
         F.cross_entropy(model(x), y).backward()
         optimizer.step()
         optimizer.clear_grad()
-    return best_time(step, repeat=repeat) / batch
+    return step
 
 
 def bench_torch(shift, batch, size, repeat):
     """Seconds per video of one PyTorch training step of TSN-R50 (``shift`` False) or TSM-R50 (True)."""
+    return best_time(torch_train_step(shift, batch, size), repeat=repeat) / batch
+
+
+def torch_train_step(shift, batch, size):
+    """A function running one PyTorch training step of TSN-R50 (``shift`` False) or TSM-R50 (True)."""
     torch = require_torch()
     model = torch_tsm(shift, segments=SEGMENTS).train()
     data, labels = _clips(batch, size)
@@ -61,7 +71,7 @@ def bench_torch(shift, batch, size, repeat):
         torch.nn.functional.cross_entropy(model(x), y).backward()
         optimizer.step()
         optimizer.zero_grad()
-    return best_time(step, repeat=repeat) / batch
+    return step
 
 
 def run_all(quick=False):

@@ -1,0 +1,225 @@
+"""One table of CPU training speed for every zoo family (``oar bench train``): oar beside PyTorch, 1 and 2 threads.
+
+For each family one training step (forward, loss, backward, optimizer update)
+of oar's model and of its PyTorch twin (:mod:`zoo.bench.torch_twins`) runs on
+the same batch, at each thread count in its own process: ``OAR_NUM_THREADS``,
+``OMP_NUM_THREADS`` and ``OPENBLAS_NUM_THREADS`` (oar's thread pool and BLAS)
+and ``torch.set_num_threads`` all set to that count. Each figure is the best
+wall time of ``repeat`` steps after a warm-up step. Per family the table gives
+both times and their ratio (oar / PyTorch: at most 1.0 is the target) at each
+count, and each side's speed-up from 1 to 2 threads. The BLAS that ran
+(threadpoolctl's report) is in ``blas``. Nothing here is asserted.
+
+Families and batches (the sizes of the 2019 models): Senta BiLSTM and CNN
+(64 reviews of 100 characters), LAC (64 sentences of 64 characters), SimNet BOW
+(64 pairs of 32 characters), Attention Cluster, Attention LSTM and NeXtVLAD (32
+YouTube-8M videos of 300 frames), TSN-R50 and TSM-R50 (one 8-frame clip at
+224²) and ResNet-50 (8 images at 224²).
+
+Run as ``python -m zoo.bench.train --threads N [--quick] [--only NAME,…]`` it
+measures one thread count and prints its rows as JSON (what :func:`run_all`
+starts once per count).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import numpy
+
+from framework.timing import best_time
+
+from . import lac, senta, video_feature_models, video_models
+from .torch_twins import torch_or_none, torch_resnet, torch_simnet_bow
+
+__all__ = ["FAMILIES", "run_all", "measure"]
+
+THREAD_COUNTS = (1, 2)
+
+
+def _senta(kind, quick):
+    shape = (4, 6, 50, 8, 8, 4) if quick else (64, 100, 3707, 128, 128, 96)
+    batch, length, vocab, emb, hidden, hidden2 = shape
+    ids, labels = senta._batch_arrays(batch, length, vocab)
+    sizes = (vocab, emb, hidden, hidden2)
+    return (senta.oar_train_step(kind, ids, labels, *sizes),
+            lambda torch: senta.torch_train_step(torch, kind, ids, labels, *sizes))
+
+
+def _lac(quick):
+    tokens, labels, lengths = lac._batch(numpy.random.default_rng(0), *((2, 5) if quick else (64, 64)))
+    return lac.oar_train_step(tokens, labels, lengths), lambda torch: lac.torch_train_step(torch, tokens, labels)
+
+
+def _simnet_bow(quick):
+    import framework
+    import framework.nn.functional as F
+    from framework.optimizer import Adam
+    from nlp.simnet.model import SimNetBOW
+    batch, length, vocab = (4, 5, 30) if quick else (64, 32, 3000)
+    rng = numpy.random.default_rng(0)
+    sides = [(rng.integers(1, vocab, (batch, length)), rng.integers(1, length + 1, batch)) for _ in range(2)]
+    labels = rng.integers(0, 2, batch)
+    framework.seed(0)
+    model = SimNetBOW(vocab)
+    optimizer = Adam(learning_rate=1e-3, parameters=model.parameters())
+    inputs = [framework.to_tensor(a) for side in sides for a in side]
+    target = framework.to_tensor(labels)
+
+    def step():
+        F.cross_entropy(model(*inputs), target).backward()
+        optimizer.step()
+        optimizer.clear_grad()
+
+    def torch_step(torch):
+        twin = torch_simnet_bow(vocab)
+        twin_optimizer = torch.optim.Adam(twin.parameters(), lr=1e-3)
+        twin_inputs = [torch.from_numpy(a) for side in sides for a in side]
+        twin_target = torch.from_numpy(labels)
+
+        def run():
+            torch.nn.functional.cross_entropy(twin(*twin_inputs), twin_target).backward()
+            twin_optimizer.step()
+            twin_optimizer.zero_grad()
+        return run
+    return step, torch_step
+
+
+def _feature_model(name, quick):
+    batch, frames = (2, 6) if quick else (32, 300)
+    return (video_feature_models.oar_train_step(name, batch, frames),
+            lambda torch: video_feature_models.torch_train_step(name, batch, frames))
+
+
+def _frame_model(shift, quick):
+    from video.models import TSM, TSN
+    size = 32 if quick else 224
+    model = (TSM(num_classes=400, depth=50, num_segments=video_models.SEGMENTS, dropout=0.0) if shift else
+             TSN(num_classes=400, depth=50, num_segments=video_models.SEGMENTS))
+    return (video_models.oar_train_step(model, 1, size),
+            lambda torch: video_models.torch_train_step(shift, 1, size))
+
+
+def _resnet50(quick):
+    import framework
+    import framework.nn.functional as F
+    from framework.optimizer import Momentum
+    from vision.models import resnet50
+    batch, size = (2, 32) if quick else (8, 224)
+    rng = numpy.random.default_rng(0)
+    x = rng.standard_normal((batch, 3, size, size), dtype=numpy.float32)
+    labels = rng.integers(0, 1000, batch).astype(numpy.int64)
+    framework.seed(0)
+    model = resnet50()
+    model.train()
+    optimizer = Momentum(learning_rate=0.001, momentum=0.9, parameters=model.parameters())
+    tx, tl = framework.to_tensor(x), framework.to_tensor(labels)
+    weights = {k: v.numpy() for k, v in model.state_dict().items()}
+
+    def step():
+        F.cross_entropy(model(tx), tl).backward()
+        optimizer.step()
+        optimizer.clear_grad()
+
+    def torch_step(torch):
+        twin = torch_resnet("bottleneck", (3, 4, 6, 3))
+        twin.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()}, strict=False)
+        twin.train()
+        twin_optimizer = torch.optim.SGD(twin.parameters(), lr=0.001, momentum=0.9)
+        px, pl = torch.from_numpy(x), torch.from_numpy(labels)
+
+        def run():
+            torch.nn.functional.cross_entropy(twin(px), pl).backward()
+            twin_optimizer.step()
+            twin_optimizer.zero_grad()
+        return run
+    return step, torch_step
+
+
+#: family -> builder(quick) returning (oar step, torch twin's step builder taking the torch module)
+FAMILIES = {
+    "senta_bilstm": lambda quick: _senta("bilstm", quick),
+    "senta_cnn": lambda quick: _senta("cnn", quick),
+    "lac": _lac,
+    "simnet_bow": _simnet_bow,
+    "attention_cluster": lambda quick: _feature_model("attention_cluster_youtube8m", quick),
+    "attention_lstm": lambda quick: _feature_model("attention_lstm_youtube8m", quick),
+    "nextvlad": lambda quick: _feature_model("nextvlad_youtube8m", quick),
+    "tsn_r50": lambda quick: _frame_model(False, quick),
+    "tsm_r50": lambda quick: _frame_model(True, quick),
+    "resnet50": _resnet50,
+}
+
+
+def _blas():
+    """What threadpoolctl says of the BLAS NumPy uses: library, CPU kernel, threads."""
+    try:
+        import threadpoolctl
+    except ImportError:
+        return None
+    return [{key: info.get(key) for key in ("internal_api", "architecture", "num_threads", "version")}
+            for info in threadpoolctl.threadpool_info() if info.get("user_api") == "blas"]
+
+
+def measure(threads, quick=False, only=None, repeat=3):
+    """In this process (its thread variables already set to ``threads``): seconds per step of each family,
+    oar's and PyTorch's (None without PyTorch). Returns ``{"threads", "blas", "torch_threads", "rows"}``."""
+    from framework import parallel
+    torch = torch_or_none()
+    if torch is not None:
+        torch.set_num_threads(threads)
+    rows = {}
+    for name in only or FAMILIES:
+        ours, theirs = FAMILIES[name](quick)
+        rows[name] = {"oar_s": best_time(ours, repeat=repeat),
+                      "torch_s": None if torch is None else best_time(theirs(torch), repeat=repeat)}
+    return {"threads": threads, "oar_threads": parallel.num_threads(), "blas": _blas(),
+            "torch_threads": None if torch is None else torch.get_num_threads(), "rows": rows}
+
+
+def _ratio(a, b):
+    return None if a is None or b is None else round(a / b, 3)
+
+
+def run_all(quick=False, only=None):
+    """Every family at 1 and 2 threads, each count in its own process; see the module docstring."""
+    runs = {}
+    for threads in THREAD_COUNTS:
+        env = {**os.environ, **{name: str(threads) for name in ("OAR_NUM_THREADS", "OMP_NUM_THREADS",
+                                                               "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}}
+        command = [sys.executable, "-m", "zoo.bench.train", "--threads", str(threads)]
+        command += ["--quick"] if quick else []
+        command += ["--only", ",".join(only)] if only else []
+        done = subprocess.run(command, env=env, check=True, stdout=subprocess.PIPE, text=True)
+        runs[threads] = json.loads(done.stdout)
+    one, two = (runs[t] for t in THREAD_COUNTS)
+    table = []
+    for name in one["rows"]:
+        a, b = one["rows"][name], two["rows"][name]
+        table.append({"family": name, "oar_1t_s": _round(a["oar_s"]), "torch_1t_s": _round(a["torch_s"]),
+                      "ratio_1t": _ratio(a["oar_s"], a["torch_s"]), "oar_2t_s": _round(b["oar_s"]),
+                      "torch_2t_s": _round(b["torch_s"]), "ratio_2t": _ratio(b["oar_s"], b["torch_s"]),
+                      "oar_speedup_2t": _ratio(a["oar_s"], b["oar_s"]),
+                      "torch_speedup_2t": _ratio(a["torch_s"], b["torch_s"])})
+    return {"quick": quick, "blas": {f"{t}t": runs[t]["blas"] for t in THREAD_COUNTS},
+            "threads": {f"{t}t": {"oar": runs[t]["oar_threads"], "torch": runs[t]["torch_threads"]}
+                        for t in THREAD_COUNTS}, "table": table}
+
+
+def _round(value):
+    return None if value is None else round(value, 6)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="one thread count of oar bench train")
+    parser.add_argument("--threads", type=int, required=True)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", default="", help="comma-separated families (default: all)")
+    args = parser.parse_args(argv)
+    only = [name for name in args.only.split(",") if name] or None
+    print(json.dumps(measure(args.threads, args.quick, only)))
+
+
+if __name__ == "__main__":
+    main()
