@@ -13,7 +13,8 @@ and not run again in the same ``reproduce``); it can reuse
 :func:`train_and_measure` (or its steps :func:`card_config` and
 :func:`train_checkpoint`) and :func:`destination`. ``oar reproduce senta``
 runs the sentiment cards (one procedure trains the whole Senta family),
-``oar reproduce simnet`` the matching cards (one procedure trains all eight SimNet models).
+``oar reproduce simnet`` the matching cards (one procedure trains all eight SimNet models),
+``oar reproduce slim`` the compressed cards (:mod:`zoo.reproduce.slim` rebuilds all four).
 
 With ``--dry_run`` nothing in the repository changes: the weights, the other
 exported files, the catalog and RESULTS.md are written under
@@ -181,6 +182,8 @@ def reproduce(target, options):
         chosen = list(table.values())
     elif target in GROUPS:
         chosen = [c for c in table.values() if c["task"] in GROUPS[target]]
+    elif target == "slim":                                  # the compressed cards (zoo.reproduce.slim)
+        chosen = [c for c in table.values() if c.get("compressed_from")]
     elif target in table:
         chosen = [table[target]]
     else:

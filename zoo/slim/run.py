@@ -15,6 +15,7 @@ import tempfile
 
 from framework.config import dump_config
 from framework.engine.checkpoint import save_checkpoint
+from framework.fetch import sha256_of
 from framework.serialization import atomic_write
 from framework.slim import profile, save_compressed
 from framework import onnx as fonnx
@@ -51,9 +52,11 @@ def _measure(source):
 
 
 def compress(config, model, output_dir, overrides=(), weights=None, from_scratch=False, device=None,
-             progress=True):
-    """Run the compression config ``config`` on ``model`` (module docstring); returns the report dict."""
+             progress=True, finetune_overrides=()):
+    """Run the compression config ``config`` on ``model`` (module docstring); returns the report dict.
+    ``finetune_overrides`` are added to the config's ``finetune`` list (a smaller budget for a rehearsal)."""
     settings = load_settings(config, overrides)
+    settings["finetune"] = settings["finetune"] + list(finetune_overrides)
     strategy = settings["strategy"]
     os.makedirs(output_dir, exist_ok=True)
     source = open_source(model, weights, pretrained=not from_scratch)
@@ -67,7 +70,8 @@ def compress(config, model, output_dir, overrides=(), weights=None, from_scratch
     after = {**_measure(source), "file_bytes": os.path.getsize(path), "sha256": sha}
     if strategy == "quant":
         after["onnx"] = _onnx_files(source, settings["quant"], output_dir)
-    result = {"strategy": strategy, "config": config, "model": model, "origin": source.origin,
+    result = {"strategy": strategy, "config": config, "config_sha256": sha256_of(config),
+              "settings": settings, "model": model, "origin": source.origin,
               "before": before, "after": after, "notes": notes}
     with atomic_write(os.path.join(output_dir, "report.json")) as f:
         json.dump(result, f, indent=1, default=float)

@@ -1,0 +1,181 @@
+"""``oar reproduce slim``: rebuild the compressed zoo models and write one table beside the models they came from.
+
+The compressed cards (those with ``compressed_from``) name the card they are made
+from, the compression config (``slim_config``) and whether the model starts from
+scratch (``from_scratch``, a distillation student). For each, in catalog order,
+:func:`reproduce_slim` runs ``oar compress`` into ``<output_root>/slim/<name>``
+(reusing a finished run whose config and source weights are still the ones the
+catalog names), ships its ``weights.npz`` to the card's ``weights.path``, and
+measures it and the model it came from on the same machine in the same run:
+parameters, multiply-adds per example, weights file size, batch-1 latency and
+batch-64 throughput on the oar static path (the traced program, exact passes) and
+in ONNX Runtime (the float model oar exports, batch norm folded; for int8 cards
+the int8 model of :mod:`zoo.slim.onnx_int8`), and the test metrics on both paths.
+The table goes to the ``slim`` block of ``docs/RESULTS.md`` with PaddleSlim's
+published MobileNet V1 figures beside it.
+"""
+import datetime
+import json
+import os
+import shutil
+import tempfile
+
+from framework import jit
+from framework.config import load_config
+from framework.engine import runner
+from framework.fetch import sha256_of
+from framework.onnx import OnnxProgram, export
+
+from ..catalog import ROOT, cards
+from ..slim.cards import load_compressed_task
+from ..slim.measure import model_inputs, speed, static_program, test_metrics
+from ..slim.run import compress, report
+from ..slim.runtime import on_runtime
+from ..slim.source import open_source
+from . import destination, machine_description
+
+__all__ = ["reproduce_slim", "compressed_cards", "results_table", "PADDLESLIM"]
+
+# PaddleSlim's published MobileNet V1 (ImageNet) results, the anchor of the table.
+PADDLESLIM = ["uniform filter pruning: -50 % FLOPs, -1.08 top-1",
+              "sensitivity filter pruning: -50 % FLOPs, -1.6 top-1 (as quoted in the 2019 release notes)",
+              "post-training int8: -0.67 top-1, weights 17 MB -> 4.8 MB",
+              "distillation from ResNet-50: +1.06 top-1"]
+SINGLES = 10
+
+
+def compressed_cards(table=None):
+    """The compressed cards, in catalog order."""
+    return [entry for entry in (table or cards()).values() if entry.get("compressed_from")]
+
+
+def _reusable(run_dir, entry):
+    """The report of a finished run in ``run_dir`` made by the card's config from the weights the catalog
+    names now, else None."""
+    path = os.path.join(run_dir, "report.json")
+    if not os.path.isfile(path) or not os.path.isfile(os.path.join(run_dir, "weights.npz")):
+        return None
+    with open(path, encoding="utf-8") as f:
+        done = json.load(f)
+    base = cards()[entry["compressed_from"]]
+    same_source = entry.get("from_scratch") or \
+        done["origin"].get("weights_sha256") == base["weights"]["sha256"]
+    return done if same_source and done.get("config_sha256") == sha256_of(os.path.join(ROOT, entry["slim_config"])) \
+        else None
+
+
+def _loader(task, cfg, size):
+    train_cfg = {**runner.check_sections(cfg), "eval_batch_size": size}
+    return runner.build_loader(runner.build_dataset(cfg, "test"), task, train_cfg, training=False)
+
+
+def _inputs(task, cfg):
+    """``(singles, batch)``: the model inputs of the first test examples one by one, and of a batch of 64."""
+    singles = []
+    for batch in _loader(task, cfg, 1):
+        singles.append(model_inputs(task, batch))
+        if len(singles) == SINGLES:
+            break
+    return singles, model_inputs(task, next(iter(_loader(task, cfg, 64))))
+
+
+def _float_onnx(task, example, folder):
+    path = os.path.join(folder, "model.onnx")
+    export(jit.trace(task.model, example, dynamic_axes=task.dynamic_axes), path)
+    return path
+
+
+def _measure(task, cfg, weights, onnx_path=None):
+    """One row's figures for ``task`` (eager, its weights file ``weights``); ``onnx_path``: its ONNX model
+    (default: the float model exported here)."""
+    singles, batch = _inputs(task, cfg)
+    with tempfile.TemporaryDirectory() as folder:
+        onnx_path = onnx_path or _float_onnx(task, singles[0], folder)
+        ort = OnnxProgram(onnx_path)
+        row = {"static": speed(static_program(task, singles[0]), singles, batch),
+               "onnxruntime": speed(ort, singles, batch), "onnx_bytes": os.path.getsize(onnx_path)}
+        with on_runtime(task, ort):
+            row["test_onnxruntime"] = test_metrics(task, cfg)
+    row["test"] = test_metrics(task, cfg)
+    row["file_bytes"] = os.path.getsize(weights)
+    return row
+
+
+def _base_row(name):
+    source = open_source(name)
+    counted = report(name)
+    weights = os.path.join(ROOT, cards()[name]["weights"]["path"])
+    return {"name": name, "made_from": "-", "params": counted["params"], "macs": counted["macs"],
+            **_measure(source.task, source.cfg, weights)}
+
+
+def _compressed_row(entry, done, weights):
+    cfg = load_config(os.path.join(ROOT, entry["base_config"]), entry.get("overrides", []))
+    task = load_compressed_task(cfg, weights)
+    onnx_path = (done["after"].get("onnx") or {}).get("int8_path")
+    return {"name": entry["name"], "made_from": entry["compressed_from"], "params": done["after"]["params"],
+            "macs": done["after"]["macs"], "float32_bytes": done["before"]["float32_bytes"],
+            **_measure(task, cfg, weights, onnx_path)}
+
+
+def _metric(row, key="test"):
+    name = next(iter(k for k in row[key] if k in ("acc", "motion_top1", "top1")), next(iter(row[key])))
+    return name, row[key][name]
+
+
+def results_table(rows, facts=""):
+    """The ``slim`` block of ``docs/RESULTS.md``: one line per model (the uncompressed ones first), then the
+    PaddleSlim anchor and ``facts``."""
+    lines = ["| model | made from | params | M mult-adds / example | weights file | oar static: batch-1 ms, "
+             "batch-64 /s | ONNX Runtime: batch-1 ms, batch-64 /s | test metric (oar) | test metric (ONNX Runtime) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        name, value = _metric(row)
+        _, ort_value = _metric(row, "test_onnxruntime")
+        lines.append(f"| {row['name']} | {row['made_from']} | {row['params']:,} | {row['macs'] / 1e6:.1f} | "
+                     f"{row['file_bytes'] / 1e6:.2f} MB | {row['static']['latency_ms']:.2f}, "
+                     f"{row['static']['throughput']:,.0f} | {row['onnxruntime']['latency_ms']:.2f}, "
+                     f"{row['onnxruntime']['throughput']:,.0f} | {name} {value:.4f} | {ort_value:.4f} |")
+    anchor = ["", "PaddleSlim's published MobileNet V1 figures (ImageNet top-1), the anchor: " +
+              "; ".join(PADDLESLIM) + "."]
+    return "\n".join(lines + anchor + ([facts] if facts else []))
+
+
+def _card_metrics(row):
+    metrics = {"split": "test", **row["test"],
+               "onnxruntime": row["test_onnxruntime"], "params": row["params"], "macs": int(row["macs"]),
+               "file_bytes": row["file_bytes"], "static_batch1_ms": row["static"]["latency_ms"],
+               "static_batch64_per_s": row["static"]["throughput"],
+               "onnxruntime_batch1_ms": row["onnxruntime"]["latency_ms"],
+               "onnxruntime_batch64_per_s": row["onnxruntime"]["throughput"]}
+    if "float32_bytes" in row:
+        metrics["float32_bytes"] = row["float32_bytes"]
+    return metrics
+
+
+def reproduce_slim(entry, options):
+    """The procedure of every compressed card (module docstring); returns this card's ``metrics`` and
+    ``weights``, the other compressed cards' as ``models``, and the table as ``results_text``."""
+    start = datetime.datetime.now()
+    entries, rows, bases, models = compressed_cards(), [], {}, {}
+    for card in entries:
+        run_dir = os.path.join(os.path.abspath(options.output_root), "slim", card["name"])
+        done = _reusable(run_dir, card) or compress(
+            os.path.join(ROOT, card["slim_config"]), card["compressed_from"], run_dir,
+            from_scratch=bool(card.get("from_scratch")), device=None if options.device == "cpu" else options.device,
+            progress=not options.quiet, finetune_overrides=options.overrides)
+        weights = destination(options, card["weights"]["path"])
+        os.makedirs(os.path.dirname(weights), exist_ok=True)
+        shutil.copyfile(os.path.join(run_dir, "weights.npz"), weights)
+        if card["compressed_from"] not in bases:
+            bases[card["compressed_from"]] = _base_row(card["compressed_from"])
+            rows.append(bases[card["compressed_from"]])
+        rows.append(_compressed_row(card, done, weights))
+        models[card["name"]] = {"metrics": _card_metrics(rows[-1]),
+                                "weights": {**card["weights"], "sha256": sha256_of(weights)}}
+    minutes = (datetime.datetime.now() - start).total_seconds() / 60
+    facts = (f"Command: `oar reproduce slim` ({minutes:.0f} min in all); {machine_description()}; "
+             f"{datetime.date.today().isoformat()}. Latency: median of batch-1 calls over the first {SINGLES} test "
+             f"examples; throughput: one test batch of 64. File sizes are the shipped weights files.")
+    own = models.pop(entry["name"])
+    return {**own, "models": models, "results_name": "slim", "results_text": results_table(rows, facts)}
