@@ -7,7 +7,8 @@ the same batch, at each thread count in its own process: ``OAR_NUM_THREADS``,
 and ``torch.set_num_threads`` all set to that count. Each figure is the best
 wall time of three steps (two for the :data:`HEAVY` families) after a warm-up step. Per family the table gives
 both times and their ratio (oar / PyTorch: at most 1.0 is the target) at each
-count, and each side's speed-up from 1 to 2 threads. The BLAS that ran
+count, and each side's speed-up from 1 to 2 threads, and ``oar_1t_profile``
+splits one more 1-thread oar step by op family. The BLAS that ran
 (threadpoolctl's report) is in ``blas``. Nothing here is asserted.
 
 Families and batches (the sizes of the 2019 models): Senta BiLSTM and CNN
@@ -31,6 +32,7 @@ import numpy
 from framework.timing import best_time
 
 from . import lac, senta, video_feature_models, video_models
+from .op_profile import seconds_by_op
 from .torch_twins import torch_or_none, torch_resnet, torch_simnet_bow
 
 __all__ = ["FAMILIES", "run_all", "measure"]
@@ -164,9 +166,10 @@ def _blas():
             for info in threadpoolctl.threadpool_info() if info.get("user_api") == "blas"]
 
 
-def measure(threads, quick=False, only=None, repeat=3):
+def measure(threads, quick=False, only=None, repeat=3, profile=False):
     """In this process (its thread variables already set to ``threads``): seconds per step of each family,
-    oar's and PyTorch's (None without PyTorch). Returns ``{"threads", "blas", "torch_threads", "rows"}``."""
+    oar's and PyTorch's (None without PyTorch), and with ``profile`` where one more oar step's time goes
+    (:func:`zoo.bench.op_profile.seconds_by_op`). Returns ``{"threads", "blas", "torch_threads", "rows"}``."""
     from framework import parallel
     torch = torch_or_none()
     if torch is not None:
@@ -177,6 +180,8 @@ def measure(threads, quick=False, only=None, repeat=3):
         runs = repeat if quick or name not in HEAVY else 2
         rows[name] = {"oar_s": best_time(ours, repeat=runs),
                       "torch_s": None if torch is None else best_time(theirs(torch), repeat=runs)}
+        if profile:
+            rows[name]["profile"] = seconds_by_op(ours)
     return {"threads": threads, "oar_threads": parallel.num_threads(), "blas": _blas(),
             "torch_threads": None if torch is None else torch.get_num_threads(), "rows": rows}
 
@@ -193,6 +198,7 @@ def run_all(quick=False, only=None):
                                                                "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}}
         command = [sys.executable, "-m", "zoo.bench.train", "--threads", str(threads)]
         command += ["--quick"] if quick else []
+        command += ["--profile"] if threads == 1 else []
         command += ["--only", ",".join(only)] if only else []
         done = subprocess.run(command, env=env, check=True, stdout=subprocess.PIPE, text=True)
         runs[threads] = json.loads(done.stdout)
@@ -204,7 +210,7 @@ def run_all(quick=False, only=None):
                       "ratio_1t": _ratio(a["oar_s"], a["torch_s"]), "oar_2t_s": _round(b["oar_s"]),
                       "torch_2t_s": _round(b["torch_s"]), "ratio_2t": _ratio(b["oar_s"], b["torch_s"]),
                       "oar_speedup_2t": _ratio(a["oar_s"], b["oar_s"]),
-                      "torch_speedup_2t": _ratio(a["torch_s"], b["torch_s"])})
+                      "torch_speedup_2t": _ratio(a["torch_s"], b["torch_s"]), "oar_1t_profile": a["profile"]})
     return {"quick": quick, "blas": {f"{t}t": runs[t]["blas"] for t in THREAD_COUNTS},
             "threads": {f"{t}t": {"oar": runs[t]["oar_threads"], "torch": runs[t]["torch_threads"]}
                         for t in THREAD_COUNTS}, "table": table}
@@ -219,9 +225,10 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, required=True)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", default="", help="comma-separated families (default: all)")
+    parser.add_argument("--profile", action="store_true", help="also split one oar step by op family")
     args = parser.parse_args(argv)
     only = [name for name in args.only.split(",") if name] or None
-    print(json.dumps(measure(args.threads, args.quick, only)))
+    print(json.dumps(measure(args.threads, args.quick, only, profile=args.profile)))
 
 
 if __name__ == "__main__":

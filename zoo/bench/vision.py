@@ -12,11 +12,6 @@ one oar forward+backward of ResNet-50 by op family (wall seconds from
 cProfile: the cumulative time of each op's ``forward``/``backward`` in
 ``framework/ops``).
 """
-import cProfile
-import os
-import pstats
-import time
-
 import numpy
 
 import framework
@@ -25,6 +20,7 @@ from framework.timing import best_times
 
 from vision.models import resnet18, resnet50
 
+from .op_profile import seconds_by_op
 from .torch_twins import torch_or_none, torch_resnet
 
 __all__ = ["bench_resnet", "profile_resnet", "run_all"]
@@ -104,19 +100,7 @@ def profile_resnet(depth=50, batch=8, size=224):
     x = rng.standard_normal((batch, 3, size, size), dtype=numpy.float32)
     _, step = _oar_steps(builder(), x, rng.integers(0, 1000, batch).astype(numpy.int64))
     step()  # warm-up: scratch buffers
-    profiler = cProfile.Profile()
-    start = time.perf_counter()
-    profiler.runcall(step)
-    total = time.perf_counter() - start
-    ops_dir = os.path.join(os.path.dirname(os.path.abspath(framework.__file__)), "ops")
-    shares = {}
-    for (path, _, function), (_, _, _, cumulative, _) in pstats.Stats(profiler).stats.items():
-        if os.path.dirname(os.path.abspath(path)) == ops_dir and function in ("forward", "backward"):
-            key = f"{os.path.splitext(os.path.basename(path))[0]}.{function}"
-            shares[key] = shares.get(key, 0.0) + cumulative
-    shares = dict(sorted(shares.items(), key=lambda item: -item[1]))
-    shares["other"] = max(total - sum(shares.values()), 0.0)
-    return {"model": f"resnet{depth}", "batch": batch, "size": size, "total_s": total, "seconds_by_op": shares}
+    return {"model": f"resnet{depth}", "batch": batch, "size": size, **seconds_by_op(step)}
 
 
 def run_all(quick=False):
