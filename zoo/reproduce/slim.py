@@ -153,6 +153,13 @@ def _card_metrics(row):
     return metrics
 
 
+def _weights_entry(card, weights):
+    """The card's ``weights`` with the shipped file's sha256 and one for each companion file it names."""
+    named = {k: v for k, v in card["weights"].items() if k != "path" and not k.endswith("sha256")}
+    return {**card["weights"], "sha256": sha256_of(weights),
+            **{f"{k}_sha256": sha256_of(os.path.join(ROOT, v)) for k, v in named.items()}}
+
+
 def reproduce_slim(entry, options):
     """The procedure of every compressed card (module docstring); returns this card's ``metrics`` and
     ``weights``, the other compressed cards' as ``models``, and the table as ``results_text``."""
@@ -171,8 +178,7 @@ def reproduce_slim(entry, options):
             bases[card["compressed_from"]] = _base_row(card["compressed_from"])
             rows.append(bases[card["compressed_from"]])
         rows.append(_compressed_row(card, done, weights))
-        models[card["name"]] = {"metrics": _card_metrics(rows[-1]),
-                                "weights": {**card["weights"], "sha256": sha256_of(weights)}}
+        models[card["name"]] = {"metrics": _card_metrics(rows[-1]), "weights": _weights_entry(card, weights)}
     minutes = (datetime.datetime.now() - start).total_seconds() / 60
     facts = (f"Command: `oar reproduce slim` ({minutes:.0f} min in all); {machine_description()}; "
              f"{datetime.date.today().isoformat()}. Latency: median of batch-1 calls over the first {SINGLES} test "
