@@ -123,9 +123,47 @@ def _metric(row, key="test"):
     return name, row[key][name]
 
 
+def _verdict(ok):
+    return "met" if ok else "MISSED"
+
+
+def target_lines(rows):
+    """One line per compressed model: its figures against the issue's targets, each marked met or MISSED."""
+    by_name, lines = {row["name"]: row for row in rows}, []
+    for row in rows:
+        base = by_name.get(row["made_from"])
+        if base is None:
+            continue
+        name, value = _metric(row)
+        points = (value - _metric(base)[1]) * 100
+        static = base["static"]["latency_ms"] / row["static"]["latency_ms"]
+        ort1 = base["onnxruntime"]["latency_ms"] / row["onnxruntime"]["latency_ms"]
+        ort64 = row["onnxruntime"]["throughput"] / base["onnxruntime"]["throughput"]
+        if row["name"].endswith("_pruned"):
+            removed = 1 - row["macs"] / base["macs"]
+            lines.append(f"- {row['name']}: {removed:.1%} of the multiply-adds removed "
+                         f"({_verdict(removed >= 0.5)}, target 50 %), {name} {points:+.2f} points "
+                         f"({_verdict(points >= -1.0)}, target at most -1.0), batch-1 on the oar static path "
+                         f"{static:.2f}x faster ({_verdict(static >= 1.6)}, target 1.6x).")
+        elif row["name"].endswith("_int8"):
+            _, ort_value = _metric(row, "test_onnxruntime")
+            ort_points = (ort_value - _metric(base, "test_onnxruntime")[1]) * 100
+            smaller = row["float32_bytes"] / row["file_bytes"]
+            lines.append(f"- {row['name']}: {name} {points:+.2f} points on oar, {ort_points:+.2f} in ONNX Runtime "
+                         f"({_verdict(min(points, ort_points) >= -0.5)}, target within 0.5); weights file "
+                         f"{smaller:.2f}x smaller than float32 ({_verdict(smaller >= 3.8)}, target 3.8x); ONNX "
+                         f"Runtime int8 vs float {ort1:.2f}x at batch 1, {ort64:.2f}x at batch 64 "
+                         f"({_verdict(min(ort1, ort64) >= 2.0)}, target 2x).")
+        else:
+            lines.append(f"- {row['name']}: {name} {points:+.2f} points over {row['made_from']} trained alone "
+                         f"({_verdict(points >= 1.0)}, target +1.0), batch-1 {static:.2f}x its time on the oar "
+                         f"static path (same network).")
+    return lines
+
+
 def results_table(rows, facts=""):
-    """The ``slim`` block of ``docs/RESULTS.md``: one line per model (the uncompressed ones first), then the
-    PaddleSlim anchor and ``facts``."""
+    """The ``slim`` block of ``docs/RESULTS.md``: one line per model (the uncompressed ones first), the targets
+    (:func:`target_lines`), then the PaddleSlim anchor and ``facts``."""
     lines = ["| model | made from | params | M mult-adds / example | weights file | oar static: batch-1 ms, "
              "batch-64 /s | ONNX Runtime: batch-1 ms, batch-64 /s | test metric (oar) | test metric (ONNX Runtime) |",
              "|---|---|---|---|---|---|---|---|---|"]
@@ -136,9 +174,9 @@ def results_table(rows, facts=""):
                      f"{row['file_bytes'] / 1e6:.2f} MB | {row['static']['latency_ms']:.2f}, "
                      f"{row['static']['throughput']:,.0f} | {row['onnxruntime']['latency_ms']:.2f}, "
                      f"{row['onnxruntime']['throughput']:,.0f} | {name} {value:.4f} | {ort_value:.4f} |")
-    anchor = ["", "PaddleSlim's published MobileNet V1 figures (ImageNet top-1), the anchor: " +
-              "; ".join(PADDLESLIM) + "."]
-    return "\n".join(lines + anchor + ([facts] if facts else []))
+    anchor = ["", "Against the targets:"] + target_lines(rows) + [
+        "", "PaddleSlim's published MobileNet V1 figures (ImageNet top-1), the anchor: " + "; ".join(PADDLESLIM) + "."]
+    return "\n".join(lines + anchor + (["", facts] if facts else []))
 
 
 def _card_metrics(row):
