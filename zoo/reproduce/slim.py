@@ -109,10 +109,10 @@ def _base_row(name):
             **_measure(source.task, source.cfg, weights)}
 
 
-def _compressed_row(entry, done, weights):
+def _compressed_row(entry, done, weights, run_dir):
     cfg = load_config(os.path.join(ROOT, entry["base_config"]), entry.get("overrides", []))
     task = load_compressed_task(cfg, weights)
-    onnx_path = (done["after"].get("onnx") or {}).get("int8_path")
+    onnx_path = os.path.join(run_dir, "model.int8.onnx") if done["strategy"] == "quant" else None
     return {"name": entry["name"], "made_from": entry["compressed_from"], "params": done["after"]["params"],
             "macs": done["after"]["macs"], "float32_bytes": done["before"]["float32_bytes"],
             **_measure(task, cfg, weights, onnx_path)}
@@ -215,7 +215,7 @@ def reproduce_slim(entry, options):
         if card["compressed_from"] not in bases:
             bases[card["compressed_from"]] = _base_row(card["compressed_from"])
             rows.append(bases[card["compressed_from"]])
-        rows.append(_compressed_row(card, done, weights))
+        rows.append(_compressed_row(card, done, weights, run_dir))
         models[card["name"]] = {"metrics": _card_metrics(rows[-1]), "weights": _weights_entry(card, weights)}
     minutes = (datetime.datetime.now() - start).total_seconds() / 60
     facts = (f"Command: `oar reproduce slim` ({minutes:.0f} min in all); {machine_description()}; "
