@@ -24,7 +24,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "configs"))
 BASE = os.path.join(ROOT, "_base_")
 ALL_YAML = sorted(glob.glob(os.path.join(ROOT, "**", "*.yaml"), recursive=True))
 BASES = [p for p in ALL_YAML if p.startswith(BASE + os.sep)]
-CONFIGS = [p for p in ALL_YAML if not p.startswith(BASE + os.sep)]
+SLIM = os.path.join(ROOT, "slim")  # compression settings, not models: tests/zoo/test_compress_configs.py reads them
+CONFIGS = [p for p in ALL_YAML if not p.startswith((BASE + os.sep, SLIM + os.sep))]
 
 MODEL_ONLY = {  # config path glob (relative to configs/) -> why its task is not built here
     "nlp/senta_*_word.yaml": "the vocabulary needs the review corpus tagged by the official LAC model "
