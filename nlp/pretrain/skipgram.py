@@ -36,7 +36,7 @@ from nlp.senta.data import load_reviews
 
 from .store import save_vectors
 
-__all__ = ["SKIPGRAM_SETTINGS", "pretraining_texts", "SkipGram", "train_skipgram", "skipgram_vectors"]
+__all__ = ["SKIPGRAM_SETTINGS", "pretraining_texts", "SkipGram", "train_skipgram", "skipgram_path", "skipgram_vectors"]
 
 #: The setting ``skipgram_vectors()`` trains (and names its cache file after).
 SKIPGRAM_SETTINGS = {"dim": 128, "window": 5, "negatives": 8, "min_count": 3, "epochs": 3, "batch_size": 4096,
@@ -128,13 +128,17 @@ def train_skipgram(texts, dim=128, window=5, negatives=8, min_count=3, epochs=3,
     return tokens, model.centre.weight.numpy().astype(numpy.float32), mean
 
 
+def skipgram_path():
+    """Where the vectors of :data:`SKIPGRAM_SETTINGS` are cached: ``$OAR_HOME/pretrain/char_skipgram_<settings>.npz``."""
+    name = "char_skipgram_" + "_".join(f"{k}{v}" for k, v in SKIPGRAM_SETTINGS.items()) + ".npz"
+    return os.path.join(oar_home(), "pretrain", name)
+
+
 def skipgram_vectors(progress=True):
     """The path of the skip-gram character vectors of :data:`SKIPGRAM_SETTINGS` on :func:`pretraining_texts`,
-    trained once (a few minutes on two cores) into ``$OAR_HOME/pretrain/`` and read from there after that."""
-    name = "char_skipgram_" + "_".join(f"{k}{v}" for k, v in SKIPGRAM_SETTINGS.items()) + ".npz"
-    path = os.path.join(oar_home(), "pretrain", name)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with file_lock(path + ".lock", "waiting for another process training the same skip-gram vectors"):
+    trained once (a few minutes on two cores) into :func:`skipgram_path` and read from there after that."""
+    path = skipgram_path()
+    with file_lock(path, "waiting for another process training the same skip-gram vectors"):
         if not os.path.isfile(path):
             start = time.time()
             tokens, vectors, loss = train_skipgram(pretraining_texts(), progress=progress, **SKIPGRAM_SETTINGS)

@@ -13,6 +13,12 @@ Every model can add fastText's hashed character n-grams to its input
 embedding becomes the sum of its token's embedding and those of the 2..n-grams
 of consecutive ids that end there (:class:`NGramEmbedding`).
 
+Two options serve training only: ``token_dropout`` p zeroes whole positions'
+embeddings with probability p (the kept ones scaled by 1 / (1 - p)), and
+``pretrained`` names a vector source (``lac``, ``skipgram`` or a vectors file,
+:mod:`nlp.pretrain.vectors`) that :meth:`init_weights` starts the character
+rows from, by token (the task names the rows' tokens with ``use_vocabulary``).
+
 Shapes (all models): ``forward(ids (N, L) int64, lengths (N,) int64 with
 1 <= lengths <= L, or None for full rows) -> logits (N, num_classes)``.
 """
@@ -188,7 +194,7 @@ class SentaBOW(_Senta):
 
     Args: vocab_size, emb_dim (E), hidden, hidden2, num_classes; pooling 'mean',
     'sum' or 'sqrt'; ngrams and buckets; padding_idx (the id of padding);
-    dropout on embeddings and pooled features.
+    dropout on embeddings and pooled features; token_dropout and pretrained (see the module).
 
     Shape: ids (N, L), lengths (N,) -> logits (N, num_classes).
     """
@@ -218,7 +224,8 @@ class SentaCNN(_Senta):
 
     Args: vocab_size, emb_dim, filters, window (odd, so outputs align with
     inputs), hidden2, num_classes, padding_idx, dropout, ngrams and buckets
-    (hashed n-gram embeddings added per position, see :class:`NGramEmbedding`).
+    (hashed n-gram embeddings added per position, see :class:`NGramEmbedding`),
+    token_dropout and pretrained (see the module).
 
     Shape: ids (N, L), lengths (N,) -> logits (N, num_classes).
     """
@@ -272,7 +279,8 @@ class SentaGRU(_SentaRNN):
 
     Args: vocab_size, emb_dim, hidden (GRU size), hidden2, num_classes, pooling
     ('max' or 'attention'), padding_idx, dropout, ngrams and buckets (hashed
-    n-gram embeddings added per position, see :class:`NGramEmbedding`).
+    n-gram embeddings added per position, see :class:`NGramEmbedding`),
+    token_dropout and pretrained (see the module).
 
     Shape: ids (N, L), lengths (N,) -> logits (N, num_classes).
     """

@@ -17,16 +17,35 @@ from framework.fetch import sha256_of
 import nlp.senta.data  # noqa: F401  (registers the datasets, the models and the task the configs name)
 import nlp.senta.model  # noqa: F401
 import nlp.senta.task  # noqa: F401
+from nlp.pretrain.skipgram import SKIPGRAM_SETTINGS, skipgram_path, skipgram_vectors
+from nlp.pretrain.vectors import SKIPGRAM_SOURCE
 
 from ..catalog import ROOT, cards
 from . import destination, machine_description, train_checkpoint
 from .peers import sentiment_tfidf_peer
 
-__all__ = ["CHAR_MODELS", "ALL_CONFIGS", "reproduce", "results_table", "reproduce_senta"]
+__all__ = ["CHAR_MODELS", "ALL_CONFIGS", "pretrain_vectors", "reproduce", "results_table", "reproduce_senta"]
 
 CHAR_MODELS = ("senta_bow", "senta_cnn", "senta_gru", "senta_lstm", "senta_bilstm")
 ALL_CONFIGS = CHAR_MODELS + tuple(f"{name}_{inputs}" for inputs in ("word", "spm") for name in CHAR_MODELS)
 CONFIG_DIR = os.path.join(ROOT, "configs", "nlp")
+
+
+def pretrain_vectors(names, options, config_dir=CONFIG_DIR):
+    """The procedure's first step: oar's skip-gram character vectors (:mod:`nlp.pretrain.skipgram`), trained
+    into the cache when a config among ``names`` (with ``options.overrides``) starts from ``model.pretrained:
+    skipgram`` and they are not cached yet. Returns a sentence for the table's facts ("" when no config uses them).
+    """
+    uses = [name for name in names if (load_config(os.path.join(config_dir, f"{name}.yaml"), list(options.overrides))
+                                       ["model"].get("pretrained")) == SKIPGRAM_SOURCE]
+    if not uses:
+        return ""
+    cached, start = os.path.isfile(skipgram_path()), time.time()
+    skipgram_vectors(progress=not options.quiet)
+    settings = ", ".join(f"{key} {value}" for key, value in SKIPGRAM_SETTINGS.items())
+    how = "read from the cache" if cached else f"trained in {(time.time() - start) / 60:.1f} min"
+    return (f"Skip-gram character vectors (People's Daily and the training reviews; {settings}): {how}; "
+            f"used by {', '.join(uses)}. ")
 
 
 def reproduce(names, options, config_dir=CONFIG_DIR, exports=None):
@@ -106,9 +125,10 @@ def reproduce_senta(entry, options):
     runner.build_task(cfg).vocab.save(vocab_path)
     exports = {name: destination(options, card["weights"]["path"]) for name, card in shipped.items()}
     start, start_cpu = time.time(), time.process_time()
+    pretrained = pretrain_vectors(names, options)
     rows = reproduce(names, options, exports=exports)
     peer = _measured_peer()
-    facts = (f"Command: `oar reproduce senta`. Wall time {(time.time() - start) / 60:.1f} min, CPU time "
+    facts = (f"{pretrained}Command: `oar reproduce senta`. Wall time {(time.time() - start) / 60:.1f} min, CPU time "
              f"{(time.process_time() - start_cpu) / 60:.1f} min in all; {machine_description()}; "
              f"{datetime.date.today().isoformat()}.")
     vocab = {"vocab": vocab_file, "vocab_sha256": sha256_of(vocab_path)}
