@@ -85,7 +85,7 @@ def test_oar_run_prints_one_json_object_per_text(offline):
     lines = [json.loads(line) for line in out.splitlines()]
     assert [line["input"] for line in lines] == ["质量很好，物流也快", "太差了，再也不买了"]
     assert [line["label"] for line in lines] == ["positive", "negative"]
-    assert all(set(line) == {"input", "label", "score"} and line["score"] > 0.9 for line in lines)
+    assert all(set(line) == {"input", "label", "score"} and line["score"] > 0.7 for line in lines)  # smoothed labels
 
 
 def test_oar_show_prints_the_card():

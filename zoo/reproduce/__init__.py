@@ -181,7 +181,7 @@ def reproduce(target, options):
     if target == "all":
         chosen = list(table.values())
     elif target in GROUPS:
-        chosen = [c for c in table.values() if c["task"] in GROUPS[target]]
+        chosen = [c for c in table.values() if c["task"] in GROUPS[target] and not c.get("compressed_from")]
     elif target == "slim":                                  # the compressed cards (zoo.reproduce.slim)
         chosen = [c for c in table.values() if c.get("compressed_from")]
     elif target in table:
