@@ -263,7 +263,7 @@ def _list_arguments(parser):
 def _headline(entry, digits):
     metrics = entry.get("metrics") or {}
     keys = [k for k in TASKS.get(entry["task"], {}).get("headline", ()) if k in metrics] or \
-        [k for k in metrics if k != "split" and isinstance(metrics[k], (int, float))]
+        [k for k in metrics if k != "split" and isinstance(metrics[k], (int, float))][:3]    # no headline: the first three
     shown = " ".join(f"{k} {metrics[k]:.{digits}f}" for k in keys) or "-"
     if not keys or "split" not in metrics:
         return shown

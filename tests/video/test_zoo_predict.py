@@ -12,7 +12,7 @@ from video.data.decode import VideoDecodeError  # noqa: E402
 from video.data.synthetic import MOTIONS, SHAPES, make_synthetic_set  # noqa: E402
 from zoo.catalog import cards  # noqa: E402
 
-VIDEO_MODELS = sorted(name for name, entry in cards().items() if entry["task"] == "video")
+VIDEO_MODELS = sorted(name for name, entry in cards().items() if entry["task"] == "video" and not entry.get("compressed_from"))
 FEATURE_MODELS = ("attention_cluster_synth", "attention_lstm_synth", "nextvlad_synth")
 
 

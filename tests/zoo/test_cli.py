@@ -122,7 +122,7 @@ def test_output_file_gets_the_results_and_stdout_stays_empty(tmp_path):
 
 def test_text_in_another_encoding_names_file_line_and_byte(tmp_path):
     path = tmp_path / "gbk.txt"
-    data = "味道很好\n这家酒店的服务太差了\n".encode("gbk")
+    data = "质量很好，物流也快\n这家酒店的服务太差了\n".encode("gbk")
     path.write_bytes(data)
     try:
         data.decode("utf-8")
