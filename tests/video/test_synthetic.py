@@ -12,8 +12,9 @@ pytest.importorskip("cv2")
 
 from video.data.decode import VideoReader  # noqa: E402
 from video.data.encode import write_video  # noqa: E402
-from video.data.synthetic import (MARK_COLOR, MOTIONS, PLAIN_BACKGROUND, REVERSE_PAIRS, SHAPES,  # noqa: E402
-                                  SyntheticSpec, make_synthetic_set, plan_video, render_video, split_of)
+from video.data.synthetic import (BACKGROUNDS, FILLS, MARK_COLOR, MARKS, MOTIONS, PLAIN_BACKGROUND,  # noqa: E402
+                                  REVERSE_PAIRS, SHAPES, SyntheticSpec, make_synthetic_set, plan_video,
+                                  render_video, split_of)
 
 SMALL = SyntheticSpec(num_frames=(24, 30), fps=(10, 20), width=(64, 80), height=(64, 72))
 
@@ -73,7 +74,8 @@ def test_appearance_draws_do_not_depend_on_the_motion():
         plans = [plan_video(m, numpy.random.default_rng(seed)) for m in range(len(MOTIONS))]
         for field in ("shape", "num_frames", "fps", "width", "height", "color", "background_seed"):
             assert len({getattr(p, field) for p in plans}) == 1, field
-        assert len({round(float(numpy.exp(numpy.log(p.size).mean())), 6) for p in plans}) == 1  # geometric mean
+        assert len({round(float(numpy.sqrt(p.size[0] * p.size[-1])), 6) for p in plans}) == 1  # geometric mean
+        assert len({p.look for p in plans}) == 1 and len({p.gain.sum().round(9) for p in plans}) == 1
 
 
 def test_pair_statistics_mirror_each_other():
@@ -168,7 +170,7 @@ def test_bad_specifications_are_refused():
 
 
 def test_a_set_is_balanced_split_and_the_same_for_any_number_of_workers(tmp_path):
-    spec = dataclasses.replace(SMALL, width=(32, 48), height=(32, 32), num_frames=(16, 20))
+    spec = dataclasses.replace(SMALL, width=(32, 48), height=(32, 32), num_frames=(16, 20), object_size=(0.2, 0.3))
     one = make_synthetic_set(tmp_path / "one", 26, seed=4, spec=spec, workers=1)
     two = make_synthetic_set(tmp_path / "two", 26, seed=4, spec=spec, workers=2)
     assert one["splits"] == two["splits"] == {"train": 20, "dev": 3, "test": 3}
@@ -195,3 +197,45 @@ def test_a_set_is_balanced_split_and_the_same_for_any_number_of_workers(tmp_path
     before = os.stat(tmp_path / "one" / "videos" / "000007.mp4").st_mtime_ns
     again = make_synthetic_set(tmp_path / "one", 26, seed=4, spec=spec, workers=1)  # resumes: keeps files
     assert again["videos"] == 26 and os.stat(tmp_path / "one" / "videos" / "000007.mp4").st_mtime_ns == before
+
+
+def plans_with_every_look(limit=400):
+    """Plans (seed order) until every fill, mark and background has appeared at least once."""
+    wanted = {("fill", v) for v in FILLS} | {("mark", v) for v in MARKS} | {("background", v) for v in BACKGROUNDS}
+    plans = []
+    for seed in range(limit):
+        plan = plan_video(11, numpy.random.default_rng(seed), SMALL)
+        new = {("fill", plan.look.fill), ("mark", plan.look.mark), ("background", plan.look.background)} & wanted
+        if new:
+            plans.append(plan)
+            wanted -= new
+        if not wanted:
+            return plans
+    raise AssertionError(f"never drawn: {sorted(wanted)}")
+
+
+def test_every_look_renders_an_object_set_off_from_its_background():
+    for plan in plans_with_every_look():
+        frames = render_video(plan).astype(float)
+        empty = render_video(dataclasses.replace(plan, visible=numpy.zeros(plan.num_frames, dtype=bool))).astype(float)
+        differs = numpy.abs(frames - empty).max(axis=-1)
+        covered = differs[0] > 30
+        area = math.pi * (plan.size[0] / 2) ** 2
+        assert covered.sum() > 0.2 * area, (plan.look, covered.sum(), area)
+        ys, xs = numpy.nonzero(covered)
+        x0, y0 = plan.x[0] + plan.shake[0, 0], plan.y[0] + plan.shake[0, 1]
+        assert abs(xs.mean() - x0) < plan.size[0] / 2 and abs(ys.mean() - y0) < plan.size[0] / 2, plan.look
+
+
+def test_the_look_varies_and_light_drifts_within_its_bound():
+    plans = [plan_video(0, numpy.random.default_rng(seed)) for seed in range(300)]
+    for field, values in (("fill", FILLS), ("mark", MARKS), ("background", BACKGROUNDS)):
+        counts = numpy.array([sum(getattr(p.look, field) == v for p in plans) for v in values])
+        assert counts.min() > 0.5 * 300 / len(values), (field, counts)
+    spec = SyntheticSpec()
+    assert all(abs(p.gain - 1).max() <= 0.8 * spec.light_drift + 1e-9 for p in plans)   # ramp 0.5 + wave 0.3
+    assert numpy.mean([p.look.blur > 0 for p in plans]) == pytest.approx(0.5, abs=0.1)
+    crfs = [p.look.crf for p in plans]
+    assert min(crfs) == spec.crf[0] and max(crfs) == spec.crf[1]
+    greys = [p for p in plans if max(p.look.color) - min(p.look.color) < 30]
+    assert greys, "grey objects are drawn too"

@@ -66,6 +66,9 @@ class SyntheticFrameAttributes(Dataset):
         num, seed, spec, root: the set, as :class:`video.data.datasets.SyntheticVideos`.
         symmetries: mirror each video's frames by one of the 8 symmetries of the square, drawn per sample,
             with the targets moved to match (:func:`mirror_frames`); for training.
+        augment: transforms applied to the decoded frames (uint8) before that pipeline, drawn once per
+            sample: photometric ones (e.g. :class:`~vision.data.photometric.ColorJitter`), which leave the
+            targets true; for training.
 
     Sample: ``{"imgs": (F, 3, size, size) float32, "shape": (F,) int64, "visible": (F,) float32,
     "geometry": (F, 5) float32}``. Decoded videos are kept in memory (about 1.5 MB per video of the
@@ -73,14 +76,14 @@ class SyntheticFrameAttributes(Dataset):
     """
 
     def __init__(self, split: str, frames_per_video: int = 4, size: int = 64, num: int = 1200, seed: int = 0,
-                 spec: dict = None, root: str = None, symmetries: bool = False):
+                 spec: dict = None, root: str = None, symmetries: bool = False, augment: list = None):
         if split not in ("train", "dev", "test") or frames_per_video < 1:
             raise ConfigError(f"SyntheticFrameAttributes: split must be train, dev or test and frames_per_video "
                               f">= 1, got {split!r}, {frames_per_video}")
         self.spec = spec_from_config(spec)
         self.folder = ensure_synthetic_set(num, seed, self.spec, root)
         self.split, self.seed, self.frames, self.symmetries = split, int(seed), int(frames_per_video), bool(symmetries)
-        self.transform = Compose(feature_transforms(size))
+        self.transform = Compose(list(augment or []) + feature_transforms(size))
         with open(os.path.join(self.folder, f"motion_{split}.txt"), encoding="utf-8") as f:
             self.items = [(path, int(label)) for path, label in (line.split() for line in f if line.strip())]
         self._frames = {}  # index -> decoded frames (T, H, W, 3) uint8, kept after the first read

@@ -1,16 +1,26 @@
 """A generator of real encoded videos whose labels need temporal reasoning.
 
-Each video shows one object on a textured, noisy background filmed by a
-shaking camera. Its **motion** (the single label) is one of :data:`MOTIONS`;
-its **shape** one of :data:`SHAPES`, each carrying a dark mark off its centre
-so that rotation is visible. Directions are as seen on the displayed frame
+Each video shows one object on a background filmed by a shaking camera. Its
+**motion** (the single label) is one of :data:`MOTIONS`; its **shape** one of
+:data:`SHAPES`, each carrying an orientation mark so that rotation is visible.
+The look varies from video to video (:class:`Appearance`) so that a model
+learns the motion, not one way of drawing it: the fill (:data:`FILLS`: solid,
+outlined, a gradient or stripes turning with the object), the mark
+(:data:`MARKS`: a dot, a notch cut into the rim, a stripe from the centre, or
+the mark-side half in another colour; light or dark), the colours (any hue,
+grey, dark or light, always set off from the background), the background
+(:data:`BACKGROUNDS`: colour blobs, flat, gradient, stripes, checkerboard,
+clutter of lines), brightness and colour drifting over the clip, blur, sensor
+noise and the compression strength; the object moves at a constant speed or
+eases in and/or out. Directions are as seen on the displayed frame
 (x to the right, y down): ``move_up`` goes toward the top edge and
 ``rotate_clockwise`` turns the way a clock's hands do on screen (the angle
 increases).
 
 Every draw comes from one ``numpy.random.Generator`` in a fixed order that
-does not depend on the motion, so a video's appearance (shape, colours,
-background, camera shake, noise, size, position) says nothing about its label.
+does not depend on the motion, so a video's appearance (shape, colours, fill,
+mark, background, light, blur, camera shake, noise, size, position) says
+nothing about its label.
 Motions 1, 3, 5, 7 and 9 are the time reverses of 0, 2, 4, 6 and 8: for the
 same generator state the second of a pair renders exactly the frames of the
 first in reverse order, so a model that ignores frame order cannot tell the two
@@ -47,7 +57,8 @@ from vision.data.transforms import require_cv2
 
 from .encode import write_video
 
-__all__ = ["MOTIONS", "SHAPES", "REVERSE_PAIRS", "SyntheticSpec", "VideoPlan", "plan_video", "render_video",
+__all__ = ["MOTIONS", "SHAPES", "REVERSE_PAIRS", "FILLS", "MARKS", "BACKGROUNDS", "SyntheticSpec", "Appearance",
+           "VideoPlan", "plan_video", "render_video",
            "make_synthetic_set", "ensure_synthetic_set", "spec_from_config", "split_of", "MARK_COLOR",
            "PLAIN_BACKGROUND"]
 
@@ -55,7 +66,10 @@ MOTIONS = ("move_left", "move_right", "move_up", "move_down", "rotate_clockwise"
            "grow", "shrink", "appear", "disappear", "blink", "still")
 SHAPES = ("circle", "square", "triangle", "star", "cross", "ring")
 REVERSE_PAIRS = ((0, 1), (2, 3), (4, 5), (6, 7), (8, 9))
-MARK_COLOR = (20, 20, 20)
+FILLS = ("solid", "outline", "gradient", "stripes")
+MARKS = ("dot", "notch", "stripe", "halves")
+BACKGROUNDS = ("blobs", "flat", "gradient", "stripes", "checker", "clutter")
+MARK_COLOR = (20, 20, 20)          # the mark of plain_background videos
 PLAIN_BACKGROUND = (110, 110, 110)
 _SHIFT = 4  # OpenCV drawing with 4 fractional bits: positions to 1/16 pixel
 
@@ -78,16 +92,22 @@ class SyntheticSpec:
             [0.2, 0.8] and symmetric about 0.5 (so both directions obey it).
         blink_off_phases: number of off phases of blink; at least 2.
         jitter: amplitude of the camera shake, a fraction of the shorter side.
-        noise: standard deviation of the per-pixel noise (0-255 scale).
-        plain_background: a flat grey background without texture, noise or
-            shake (for measuring the object in tests).
+        noise: the typical standard deviation of the per-pixel noise (0-255 scale);
+            each video draws its own from 0.25 to 1.5 times it.
+        blur: range of the Gaussian blur's sigma in pixels for the blurred videos (half of them).
+        crf: range of the H.264 quality (lower is better).
+        light_drift: the brightness ramps by up to this fraction over a clip, with a slow wave of up
+            to 0.3 times it on top; colours drift by up to a tenth of the 0-255 scale times it.
+        plain_background: a flat grey background without texture, noise,
+            shake, blur or light change, a solid object and a dark dot as mark
+            (for measuring the object in tests).
     """
 
-    num_frames: tuple = (32, 48)
+    num_frames: tuple = (28, 56)
     fps: tuple = (15, 30)
     width: tuple = (112, 112)
     height: tuple = (112, 112)
-    object_size: tuple = (0.22, 0.32)
+    object_size: tuple = (0.18, 0.34)
     travel: tuple = (0.3, 0.5)
     rotation: tuple = (90.0, 180.0)
     scale_ratio: tuple = (1.6, 2.2)
@@ -95,11 +115,14 @@ class SyntheticSpec:
     blink_off_phases: tuple = (2, 3)
     jitter: float = 0.02
     noise: float = 6.0
+    blur: tuple = (0.4, 1.3)
+    crf: tuple = (18, 32)
+    light_drift: float = 0.25
     plain_background: bool = False
 
     def __post_init__(self):
         for field in ("num_frames", "fps", "width", "height", "object_size", "travel", "rotation", "scale_ratio",
-                      "switch", "blink_off_phases"):
+                      "switch", "blink_off_phases", "blur", "crf"):
             low, high = getattr(self, field)
             if not 0 < low <= high:
                 raise ValueError(f"SyntheticSpec: {field} must be (low, high) with 0 < low <= high, "
@@ -113,7 +136,9 @@ class SyntheticSpec:
                   (self.num_frames[0] >= 4 * self.blink_off_phases[1] + 2,
                    "num_frames must allow two frames per blink phase"),
                   (min(self.width[0], self.height[0]) >= 16, "frames must be at least 16 pixels wide and high"),
-                  (0 <= self.jitter < 0.1 and self.noise >= 0, "jitter must be in [0, 0.1) and noise >= 0")]
+                  (0 <= self.jitter < 0.1 and self.noise >= 0, "jitter must be in [0, 0.1) and noise >= 0"),
+                  (self.crf[1] <= 51, "crf must be at most 51"),
+                  (0 <= self.light_drift < 1, "light_drift must be in [0, 1)")]
         for ok, message in checks:
             if not ok:
                 raise ValueError(f"SyntheticSpec: {message} (got {self})")
@@ -125,6 +150,28 @@ class SyntheticSpec:
                              f"{self.scale_ratio}) leave no room for the travel {self.travel} inside the frame")
 
 
+@dataclasses.dataclass(frozen=True)
+class Appearance:
+    """How one video is drawn, apart from the geometry (see the module docstring).
+
+    ``fill`` (one of :data:`FILLS`), ``color`` and ``second`` (RGB 0-255: the object's colour and the
+    colour of its outline, gradient end or stripes), ``mark`` (one of :data:`MARKS`) and ``mark_color``,
+    ``background`` (one of :data:`BACKGROUNDS`) and ``background_colors`` (two RGB colours),
+    ``blur`` (sigma in pixels, 0: none), ``noise`` (standard deviation), ``crf`` (H.264 quality).
+    """
+
+    fill: str
+    color: tuple
+    second: tuple
+    mark: str
+    mark_color: tuple
+    background: str
+    background_colors: tuple
+    blur: float
+    noise: float
+    crf: int
+
+
 @dataclasses.dataclass
 class VideoPlan:
     """Everything needed to render one video; per-frame arrays have length ``num_frames``.
@@ -133,7 +180,8 @@ class VideoPlan:
     orientation in radians (increasing = clockwise on screen); ``size``:
     diameter in pixels; ``visible``: bool; ``shake``: (T, 2) integer camera
     offset (dx, dy) added to everything; ``noise_seeds``: (T,) seeds of the
-    per-frame noise.
+    per-frame noise; ``gain``: (T,) brightness factor and ``tint``: (T, 3)
+    colour offset of each frame; ``look``: the :class:`Appearance`.
     """
 
     motion: int
@@ -142,7 +190,7 @@ class VideoPlan:
     fps: int
     width: int
     height: int
-    color: tuple
+    look: Appearance
     background_seed: int
     spec: SyntheticSpec
     x: numpy.ndarray
@@ -152,22 +200,31 @@ class VideoPlan:
     visible: numpy.ndarray
     shake: numpy.ndarray
     noise_seeds: numpy.ndarray
+    gain: numpy.ndarray
+    tint: numpy.ndarray
+
+    @property
+    def color(self):
+        """The object's RGB colour."""
+        return self.look.color
 
     def reversed(self, motion):
         """The same plan played backwards, labelled ``motion``."""
         flip = {name: getattr(self, name)[::-1].copy() for name in
-                ("x", "y", "angle", "size", "visible", "shake", "noise_seeds")}
+                ("x", "y", "angle", "size", "visible", "shake", "noise_seeds", "gain", "tint")}
         return dataclasses.replace(self, motion=motion, **flip)
 
     def summary(self):
-        """A JSON-ready dict: labels, size, rate and where the motion starts and ends."""
+        """A JSON-ready dict: labels, size, rate, look and where the motion starts and ends."""
+        look = dataclasses.asdict(self.look)
         return {"motion": MOTIONS[self.motion], "shape": SHAPES[self.shape], "num_frames": self.num_frames,
                 "fps": self.fps, "width": self.width, "height": self.height, "color": list(self.color),
                 "x": [round(float(self.x[0]), 2), round(float(self.x[-1]), 2)],
                 "y": [round(float(self.y[0]), 2), round(float(self.y[-1]), 2)],
                 "angle_deg": [round(math.degrees(self.angle[0]), 2), round(math.degrees(self.angle[-1]), 2)],
                 "size": [round(float(self.size[0]), 2), round(float(self.size[-1]), 2)],
-                "visible_frames": int(self.visible.sum())}
+                "visible_frames": int(self.visible.sum()),
+                "look": {k: (round(v, 3) if isinstance(v, float) else v) for k, v in look.items()}}
 
 
 def _uniform(rng, bounds):
@@ -182,6 +239,58 @@ def _blink_pattern(num_frames, off_phases):
     """2k + 1 equal phases, on first: (T,) bool."""
     phase = (numpy.arange(num_frames) * (2 * off_phases + 1)) // num_frames
     return phase % 2 == 0
+
+
+_PROFILES = (lambda t: t, lambda t: t * t * (3 - 2 * t), lambda t: t * t, lambda t: 1 - (1 - t) ** 2)
+# constant speed, ease in and out, ease in, ease out: a set closed under time reversal
+
+
+def _luma(color):
+    return 0.299 * color[0] + 0.587 * color[1] + 0.114 * color[2]
+
+
+def _rgb(hue, saturation, value):
+    return tuple(int(round(255 * c)) for c in colorsys.hsv_to_rgb(hue % 1.0, saturation, value))
+
+
+def _draw_appearance(rng, spec):
+    """An :class:`Appearance` from 20 draws of ``rng`` (always the same number; the plain look ignores them)."""
+    u = rng.uniform(0, 1, size=20)
+    if spec.plain_background:
+        return Appearance("solid", _rgb(u[0], 0.8, 0.95), MARK_COLOR, "dot", MARK_COLOR, "flat",
+                          (PLAIN_BACKGROUND, PLAIN_BACKGROUND), 0.0, 0.0, 23)
+    color = _rgb(u[0], u[1], 0.25 + 0.75 * u[2])
+    dark_object = _luma(color) < 128          # then the outline, stripes and mark are light, else dark
+    second = _rgb(u[0] + 0.25 + 0.5 * u[3], 0.3 + 0.7 * u[4], 0.75 + 0.25 * u[5] if dark_object else 0.1 + 0.3 * u[5])
+    mark_color = _rgb(u[6], u[7], 0.85 + 0.15 * u[8] if dark_object else 0.05 + 0.2 * u[8])
+    # the background's brightness stays at least 70 (of 255) away from the object's
+    object_luma = _luma(color) / 255
+    low, high = max(0.0, object_luma - 0.27), min(1.0, object_luma + 0.27)
+    level = u[9] * (low + 1.0 - high)
+    level = level if level < low else high + (level - low)
+    background_colors = tuple(_rgb(u[10] + 0.1 * k, 0.6 * u[11], min(1.0, 0.1 + 0.85 * level + 0.08 * k))
+                              for k in range(2))
+    blur = float(spec.blur[0] + (spec.blur[1] - spec.blur[0]) * u[13]) if u[12] < 0.5 else 0.0
+    return Appearance(FILLS[int(u[14] * len(FILLS))], color, second, MARKS[int(u[15] * len(MARKS))], mark_color,
+                      BACKGROUNDS[int(u[16] * len(BACKGROUNDS))], background_colors, round(blur, 3),
+                      round(float(spec.noise * (0.25 + 1.25 * u[17])), 3), _integer_of(u[18], spec.crf))
+
+
+def _integer_of(unit, bounds):
+    """The integer of [low, high] at ``unit`` in [0, 1)."""
+    return int(bounds[0] + int(unit * (bounds[1] - bounds[0] + 1)))
+
+
+def _light(rng, spec, t):
+    """Per-frame brightness gain (T,) and colour offset (T, 3): a ramp plus a slow wave, from 10 draws."""
+    ramp, wave, frequency, phase = rng.uniform(-1, 1), rng.uniform(0, 1), rng.uniform(0.5, 2), rng.uniform(0, 6.3)
+    colour = rng.uniform(-1, 1, size=(2, 3))
+    if spec.plain_background:
+        return numpy.ones(len(t)), numpy.zeros((len(t), 3))
+    drift = spec.light_drift
+    gain = 1 + drift * (ramp * (t - 0.5) + 0.3 * wave * numpy.sin(2 * math.pi * frequency * t + phase))
+    tint = 25.5 * drift * (colour[0] * (t[:, None] - 0.5) + 0.5 * colour[1])
+    return gain, tint
 
 
 def plan_video(motion, rng, spec=SyntheticSpec(), shape=None):
@@ -202,12 +311,12 @@ def plan_video(motion, rng, spec=SyntheticSpec(), shape=None):
     num_frames, fps = _integer(rng, spec.num_frames), _integer(rng, spec.fps)
     width, height = _integer(rng, spec.width) // 2 * 2, _integer(rng, spec.height) // 2 * 2
     short = min(width, height)
-    hue, saturation, value = rng.uniform(0, 1), rng.uniform(0.6, 1.0), rng.uniform(0.8, 1.0)
-    color = tuple(int(round(255 * c)) for c in colorsys.hsv_to_rgb(hue, saturation, value))
+    look = _draw_appearance(rng, spec)
     background_seed = int(rng.integers(2 ** 31))
     noise_seeds = rng.integers(2 ** 31, size=num_frames)
     amplitude = 0.0 if spec.plain_background else spec.jitter * short
     t = numpy.linspace(0.0, 1.0, num_frames)
+    gain, tint = _light(rng, spec, t)
     frequencies = rng.uniform(0.5, 2.0, size=(2, 2, 1))  # (axis, wave, 1): cycles over the clip
     phases = rng.uniform(0, 2 * math.pi, size=(2, 2, 1))
     waves = numpy.sin(2 * math.pi * frequencies * t + phases).sum(axis=1)  # (2, T)
@@ -219,17 +328,18 @@ def plan_video(motion, rng, spec=SyntheticSpec(), shape=None):
     angle0, rotation = rng.uniform(0, 2 * math.pi), math.radians(_uniform(rng, spec.rotation))
     switch = _uniform(rng, spec.switch)
     off_phases = _integer(rng, spec.blink_off_phases)
+    progress = _PROFILES[int(rng.integers(len(_PROFILES)))](t)  # 0 -> 1 over the clip
 
     name = MOTIONS[motion]
     size = numpy.full(num_frames, diameter)
     if name == "grow":
-        size = diameter / math.sqrt(ratio) * ratio ** t
+        size = diameter / math.sqrt(ratio) * ratio ** progress
     margin = size.max() / 2 + amplitude + 2
 
     def along(extent, start_fraction, distance):
         """Positions from the far end of a segment of length ``distance`` to its near end."""
         low = margin + start_fraction * (extent - 2 * margin - distance)
-        return low + distance - distance * t
+        return low + distance - distance * progress
 
     x = numpy.full(num_frames, margin + place[0] * (width - 2 * margin))
     y = numpy.full(num_frames, margin + place[1] * (height - 2 * margin))
@@ -237,14 +347,14 @@ def plan_video(motion, rng, spec=SyntheticSpec(), shape=None):
         x = along(width, place[0], travel * width)
     elif name == "move_up":
         y = along(height, place[1], travel * height)
-    angle = angle0 + (rotation * t if name == "rotate_clockwise" else numpy.zeros(num_frames))
+    angle = angle0 + (rotation * progress if name == "rotate_clockwise" else numpy.zeros(num_frames))
     visible = numpy.ones(num_frames, dtype=bool)
     if name == "appear":
         visible = t >= switch
     elif name == "blink":
         visible = _blink_pattern(num_frames, off_phases)
-    return VideoPlan(motion, shape, num_frames, fps, width, height, color, background_seed, spec,
-                     x, y, angle, size, visible, shake, noise_seeds)
+    return VideoPlan(motion, shape, num_frames, fps, width, height, look, background_seed, spec,
+                     x, y, angle, size, visible, shake, noise_seeds, gain, tint)
 
 
 # ---- rendering ---------------------------------------------------------------------------------------------
@@ -278,35 +388,108 @@ def _fixed(points):
     return numpy.round(numpy.asarray(points) * (1 << _SHIFT)).astype(numpy.int32)
 
 
-def _draw_object(cv2, frame, shape, x, y, angle, diameter, color):
-    radius = diameter / 2
+def _object_mask(cv2, shape, x, y, angle, radius, height, width):
+    """The object's antialiased coverage (height, width) float32 in [0, 1], centre (x, y) in that patch."""
+    mask = numpy.zeros((height, width), dtype=numpy.uint8)
     outline = _outline(shape)
     if outline is None:
         thickness = -1 if shape == "circle" else max(1, int(round(0.4 * radius)))
         ring_radius = radius if shape == "circle" else 0.8 * radius
-        cv2.circle(frame, tuple(_fixed((x, y)).tolist()), int(round(ring_radius * (1 << _SHIFT))), color,
+        cv2.circle(mask, tuple(_fixed((x, y)).tolist()), int(round(ring_radius * (1 << _SHIFT))), 255,
                    thickness, cv2.LINE_AA, _SHIFT)
     else:
         rotation = numpy.array([[math.cos(angle), -math.sin(angle)], [math.sin(angle), math.cos(angle)]])
-        points = outline @ rotation.T * radius + (x, y)
-        cv2.fillPoly(frame, [_fixed(points)], color, cv2.LINE_AA, _SHIFT)
-    distance = _MARK_DISTANCE[shape] * radius
-    mark = (x + distance * math.cos(angle), y + distance * math.sin(angle))
-    cv2.circle(frame, tuple(_fixed(mark).tolist()), int(round(max(1.5, 0.14 * radius) * (1 << _SHIFT))),
-               MARK_COLOR, -1, cv2.LINE_AA, _SHIFT)
+        cv2.fillPoly(mask, [_fixed(outline @ rotation.T * radius + (x, y))], 255, cv2.LINE_AA, _SHIFT)
+    return mask.astype(numpy.float32) / 255
+
+
+def _mark_layer(look, shape, u, v, radius):
+    """Coverage (h, w) of the mark at object coordinates ``u`` (toward the mark) and ``v``, in pixels."""
+    if look.mark == "dot":
+        distance = numpy.hypot(u - _MARK_DISTANCE[shape] * radius, v)
+        return numpy.clip(max(2.0, 0.15 * radius) - distance + 0.5, 0, 1)
+    if look.mark == "stripe":
+        width = max(1.5, 0.18 * radius)
+        return numpy.clip(width / 2 - numpy.abs(v) + 0.5, 0, 1) * numpy.clip(u + 0.5, 0, 1)
+    if look.mark == "halves":
+        return numpy.clip(u + 0.5, 0, 1)
+    return numpy.clip(u - 0.45 * radius - 1.4 * numpy.abs(v) + 0.5, 0, 1)       # notch: a V cut into the rim
+
+
+def _fill_colors(cv2, look, coverage, v, u, radius):
+    """Colours (h, w, 3) float32 of the object's fill (stripes and gradients go 60 % / 70 % of the way to
+    ``look.second``, so the silhouette stays whole)."""
+    color, second = numpy.array(look.color, numpy.float32), numpy.array(look.second, numpy.float32)
+    if look.fill == "gradient":
+        share = 0.7 * numpy.clip((u / radius + 1) / 2, 0, 1)[..., None]
+        return color + (second - color) * share
+    if look.fill == "stripes":
+        share = 0.6 * numpy.clip(0.5 + 2 * numpy.cos(2 * math.pi * v / max(3.0, 0.45 * radius)), 0, 1)[..., None]
+        return color + (second - color) * share
+    if look.fill == "outline":
+        width = max(1, int(round(0.14 * radius)))
+        inner = cv2.erode(coverage, numpy.ones((2 * width + 1, 2 * width + 1), numpy.uint8))
+        return color + (second - color) * (coverage - inner)[..., None]
+    return numpy.broadcast_to(color, coverage.shape + (3,))
+
+
+def _draw_object(cv2, frame, shape, x, y, angle, diameter, look):
+    """Draw the object (filled, marked) into ``frame`` (H, W, 3) float32 in place."""
+    radius = diameter / 2
+    height, width = frame.shape[:2]
+    left, top = max(0, int(x - radius) - 3), max(0, int(y - radius) - 3)
+    right, bottom = min(width, int(x + radius) + 4), min(height, int(y + radius) + 4)
+    px, py = x - left, y - top
+    coverage = _object_mask(cv2, shape, px, py, angle, radius, bottom - top, right - left)
+    dy, dx = numpy.mgrid[0:bottom - top, 0:right - left].astype(numpy.float32)
+    dx, dy = dx - px, dy - py
+    u, v = dx * math.cos(angle) + dy * math.sin(angle), dy * math.cos(angle) - dx * math.sin(angle)
+    colors = _fill_colors(cv2, look, coverage, v, u, radius)
+    mark = _mark_layer(look, shape, u, v, radius)
+    if look.mark == "notch":
+        coverage = coverage * (1 - mark)
+    else:
+        mark = (mark * coverage)[..., None]
+        colors = colors * (1 - mark) + numpy.array(look.mark_color, numpy.float32) * mark
+    patch = frame[top:bottom, left:right]
+    patch += (colors - patch) * coverage[..., None]
 
 
 def _background(cv2, plan, border):
-    """The background canvas (H + 2 border, W + 2 border, 3) uint8: smooth colour blobs plus fine grain."""
+    """The background canvas (H + 2 border, W + 2 border, 3) float32 of ``plan.look.background``."""
     height, width = plan.height + 2 * border, plan.width + 2 * border
+    first, second = (numpy.array(c, numpy.float32) for c in plan.look.background_colors)
     if plan.spec.plain_background:
-        return numpy.broadcast_to(numpy.array(PLAIN_BACKGROUND, dtype=numpy.uint8), (height, width, 3)).copy()
+        return numpy.broadcast_to(first, (height, width, 3)).copy()
     rng = numpy.random.default_rng(plan.background_seed)
-    tint = rng.uniform(50, 130, size=3)
-    coarse = tint + rng.normal(0, 25, size=(height // 12 + 2, width // 12 + 2, 3))
-    blobs = cv2.resize(coarse.astype(numpy.float32), (width, height), interpolation=cv2.INTER_CUBIC)
-    grain = cv2.GaussianBlur(rng.normal(0, 14, size=(height, width, 3)).astype(numpy.float32), (0, 0), 0.8)
-    return numpy.clip(blobs + grain, 0, 255).astype(numpy.uint8)
+    family = plan.look.background
+    rows, cols = numpy.mgrid[0:height, 0:width].astype(numpy.float32)
+    direction = rng.uniform(0, 2 * math.pi)
+    along = rows * math.sin(direction) + cols * math.cos(direction)
+    if family == "blobs":
+        coarse = rng.normal(0, 25, size=(height // 12 + 2, width // 12 + 2, 3)).astype(numpy.float32)
+        canvas = first + cv2.resize(coarse, (width, height), interpolation=cv2.INTER_CUBIC)
+    elif family == "gradient":
+        share = (along - along.min()) / max(1.0, numpy.ptp(along))
+        canvas = first + (second - first) * share[..., None]
+    elif family == "stripes":
+        period = rng.uniform(6, 20)
+        canvas = first + (second - first) * (0.5 + 0.5 * numpy.sin(2 * math.pi * along / period))[..., None]
+    elif family == "checker":
+        cell = rng.uniform(6, 16)
+        share = ((rows // cell + cols // cell) % 2)[..., None]
+        canvas = first + (second - first) * share
+    else:
+        canvas = numpy.broadcast_to(first, (height, width, 3)).copy()
+        if family == "clutter":                  # short lines of the two colours, thinner than any shape
+            ends = rng.uniform(0, 1, size=(int(rng.integers(12, 30)), 4)) * (width, height, width, height)
+            for k, (x0, y0, x1, y1) in enumerate(ends):
+                color = tuple(float(c) for c in (second if k % 2 else 0.5 * (first + second)))
+                x1, y1 = x0 + 0.25 * (x1 - x0), y0 + 0.25 * (y1 - y0)
+                cv2.line(canvas, (int(x0), int(y0)), (int(x1), int(y1)), color, 1, cv2.LINE_AA)
+    grain = cv2.GaussianBlur(rng.normal(0, rng.uniform(3, 14), size=(height, width, 3)).astype(numpy.float32),
+                             (0, 0), 0.8)
+    return canvas + grain
 
 
 def render_video(plan):
@@ -314,18 +497,19 @@ def render_video(plan):
     cv2 = require_cv2()
     border = int(numpy.abs(plan.shake).max(initial=0))
     canvas = _background(cv2, plan, border)
-    shape = SHAPES[plan.shape]
+    shape, look = SHAPES[plan.shape], plan.look
     frames = numpy.empty((plan.num_frames, plan.height, plan.width, 3), dtype=numpy.uint8)
     for i in range(plan.num_frames):
         dx, dy = (int(v) for v in plan.shake[i])
         frame = canvas[border - dy:border - dy + plan.height, border - dx:border - dx + plan.width].copy()
         if plan.visible[i]:
-            _draw_object(cv2, frame, shape, plan.x[i] + dx, plan.y[i] + dy, plan.angle[i], plan.size[i],
-                         plan.color)
-        if plan.spec.noise > 0 and not plan.spec.plain_background:
-            noise = numpy.random.default_rng(plan.noise_seeds[i]).normal(0, plan.spec.noise, frame.shape)
-            frame = numpy.clip(frame + noise, 0, 255).astype(numpy.uint8)
-        frames[i] = frame
+            _draw_object(cv2, frame, shape, plan.x[i] + dx, plan.y[i] + dy, plan.angle[i], plan.size[i], look)
+        if look.blur > 0:
+            frame = cv2.GaussianBlur(frame, (0, 0), look.blur)
+        frame = frame * plan.gain[i] + plan.tint[i]
+        if look.noise > 0:
+            frame += numpy.random.default_rng(plan.noise_seeds[i]).normal(0, look.noise, frame.shape)
+        frames[i] = numpy.clip(frame + 0.5, 0, 255)
     return frames
 
 
@@ -345,7 +529,7 @@ def _make_one(job):
     plan = plan_video(motion, numpy.random.default_rng([seed, index]), spec)
     path = os.path.join(root, _video_name(index))
     if not os.path.exists(path):
-        write_video(path, render_video(plan), plan.fps)
+        write_video(path, render_video(plan), plan.fps, crf=plan.look.crf)
     return index, plan.summary()
 
 
