@@ -107,7 +107,7 @@ class SyntheticSpec:
     fps: tuple = (15, 30)
     width: tuple = (112, 112)
     height: tuple = (112, 112)
-    object_size: tuple = (0.18, 0.34)
+    object_size: tuple = (0.2, 0.34)
     travel: tuple = (0.3, 0.5)
     rotation: tuple = (90.0, 180.0)
     scale_ratio: tuple = (1.6, 2.2)
@@ -115,7 +115,7 @@ class SyntheticSpec:
     blink_off_phases: tuple = (2, 3)
     jitter: float = 0.02
     noise: float = 6.0
-    blur: tuple = (0.4, 1.3)
+    blur: tuple = (0.3, 1.0)
     crf: tuple = (18, 32)
     light_drift: float = 0.25
     plain_background: bool = False
@@ -249,27 +249,43 @@ def _luma(color):
     return 0.299 * color[0] + 0.587 * color[1] + 0.114 * color[2]
 
 
-def _rgb(hue, saturation, value):
-    return tuple(int(round(255 * c)) for c in colorsys.hsv_to_rgb(hue % 1.0, saturation, value))
+def _with_luma(hue, saturation, luma):
+    """An RGB colour (0-255) of ``hue`` and ``saturation`` (or paler, when that is too dark for ``luma``) whose
+    luma is ``luma`` (0-1): the HSV colour of value 1 scaled down, or mixed with white to be brighter."""
+    full = numpy.array(colorsys.hsv_to_rgb(hue % 1.0, saturation, 1.0))
+    top = _luma(full)
+    color = full * luma / top if luma <= top else full + (luma - top) / (1 - top) * (1 - full)
+    return tuple(int(round(255 * c)) for c in numpy.clip(color, 0, 1))
+
+
+def _level_apart(unit, avoid, gap, low=0.08, high=0.88):
+    """The luma at ``unit`` (0-1) of [low, high] without the intervals of half-width ``gap`` around each of
+    ``avoid`` (lumas 0-1); the widest free end when nothing is free."""
+    grid = numpy.linspace(low, high, 161)
+    free = grid[numpy.all(numpy.abs(grid[:, None] - numpy.asarray(avoid)[None, :]) >= gap, axis=1)]
+    if not len(free):
+        return float(low if abs(low - numpy.mean(avoid)) > abs(high - numpy.mean(avoid)) else high)
+    return float(free[min(int(unit * len(free)), len(free) - 1)])
 
 
 def _draw_appearance(rng, spec):
-    """An :class:`Appearance` from 20 draws of ``rng`` (always the same number; the plain look ignores them)."""
+    """An :class:`Appearance` from 20 draws of ``rng`` (always the same number; the plain look ignores them).
+
+    Lumas (0-1) keep apart: the background at least 0.27 from the object, the mark and the second colour
+    at least 0.18 from both, so neither a mark nor a stripe melts into the background and changes the
+    silhouette; all within [0.08, 0.88], leaving room for the light drifts and colour jitter."""
     u = rng.uniform(0, 1, size=20)
     if spec.plain_background:
-        return Appearance("solid", _rgb(u[0], 0.8, 0.95), MARK_COLOR, "dot", MARK_COLOR, "flat",
+        return Appearance("solid", _with_luma(u[0], 0.8, 0.6), MARK_COLOR, "dot", MARK_COLOR, "flat",
                           (PLAIN_BACKGROUND, PLAIN_BACKGROUND), 0.0, 0.0, 23)
-    color = _rgb(u[0], u[1], 0.25 + 0.75 * u[2])
-    dark_object = _luma(color) < 128          # then the outline, stripes and mark are light, else dark
-    second = _rgb(u[0] + 0.25 + 0.5 * u[3], 0.3 + 0.7 * u[4], 0.75 + 0.25 * u[5] if dark_object else 0.1 + 0.3 * u[5])
-    mark_color = _rgb(u[6], u[7], 0.85 + 0.15 * u[8] if dark_object else 0.05 + 0.2 * u[8])
-    # the background's brightness stays at least 70 (of 255) away from the object's
-    object_luma = _luma(color) / 255
-    low, high = max(0.0, object_luma - 0.27), min(1.0, object_luma + 0.27)
-    level = u[9] * (low + 1.0 - high)
-    level = level if level < low else high + (level - low)
-    background_colors = tuple(_rgb(u[10] + 0.1 * k, 0.6 * u[11], min(1.0, 0.1 + 0.85 * level + 0.08 * k))
+    object_luma = 0.08 + 0.8 * u[2]
+    color = _with_luma(u[0], u[1], object_luma)
+    background_luma = _level_apart(u[9], [object_luma], 0.27)
+    background_colors = tuple(_with_luma(u[10] + 0.1 * k, 0.6 * u[11], min(0.88, background_luma + 0.05 * k))
                               for k in range(2))
+    second = _with_luma(u[0] + 0.25 + 0.5 * u[3], 0.3 + 0.7 * u[4],
+                        _level_apart(u[5], [object_luma, background_luma], 0.18))
+    mark_color = _with_luma(u[6], u[7], _level_apart(u[8], [object_luma, background_luma], 0.18))
     blur = float(spec.blur[0] + (spec.blur[1] - spec.blur[0]) * u[13]) if u[12] < 0.5 else 0.0
     return Appearance(FILLS[int(u[14] * len(FILLS))], color, second, MARKS[int(u[15] * len(MARKS))], mark_color,
                       BACKGROUNDS[int(u[16] * len(BACKGROUNDS))], background_colors, round(blur, 3),
@@ -409,7 +425,7 @@ def _mark_layer(look, shape, u, v, radius):
         distance = numpy.hypot(u - _MARK_DISTANCE[shape] * radius, v)
         return numpy.clip(max(2.0, 0.15 * radius) - distance + 0.5, 0, 1)
     if look.mark == "stripe":
-        width = max(1.5, 0.18 * radius)
+        width = max(2.0, 0.25 * radius)
         return numpy.clip(width / 2 - numpy.abs(v) + 0.5, 0, 1) * numpy.clip(u + 0.5, 0, 1)
     if look.mark == "halves":
         return numpy.clip(u + 0.5, 0, 1)
