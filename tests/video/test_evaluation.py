@@ -1,5 +1,5 @@
-"""video.tasks.evaluation: the multi-view and other-rendering test configs, the motion scores of a frame
-model, and the order-blind bound of the pair-collapsed accuracy."""
+"""video.tasks.evaluation: the multi-view, other-rendering and held-out-renderer test configs, the motion scores
+of a frame model, and the order-blind bound of the pair-collapsed accuracy."""
 import os
 
 import numpy
@@ -7,7 +7,8 @@ import pytest
 
 from framework.config import load_config
 from video.data.synthetic import MOTIONS, REVERSE_PAIRS
-from video.tasks.evaluation import OTHER_RENDERING, count_rule_bound, motion_metrics, multi_view, other_rendering
+from video.tasks.evaluation import (HELDOUT, OTHER_RENDERING, count_rule_bound, heldout_renderer, motion_metrics,
+                                   multi_view, other_rendering)
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -28,6 +29,14 @@ def test_other_rendering_replaces_the_set_and_keeps_the_pipeline():
     assert {k: test[k] for k in OTHER_RENDERING} == OTHER_RENDERING
     assert test["transforms"] == cfg["data"]["test"]["transforms"] and test["sampler"] == cfg["data"]["test"]["sampler"]
     assert cfg["data"]["test"].get("seed", 0) != OTHER_RENDERING["seed"]
+
+
+def test_heldout_renderer_reads_the_second_renderers_set_with_the_test_pipeline():
+    cfg = load_config(os.path.join(ROOT, "configs", "video", "stnet_synth.yaml"))
+    test = heldout_renderer(cfg)["data"]["test"]
+    assert test == {"type": "HeldoutVideos", "sampler": cfg["data"]["test"]["sampler"],
+                    "transforms": cfg["data"]["test"]["transforms"], **HELDOUT}
+    assert cfg["data"]["test"]["type"] == "SyntheticVideos"    # the config itself is unchanged
 
 
 def test_motion_metrics_by_hand():

@@ -266,3 +266,15 @@ def test_make_heldout_set_reports_progress(tmp_path):
     result = make_heldout_set(tmp_path, num=2, seed=4, workers=1, progress=lambda done, total: calls.append(done))
     assert calls == [1, 2] and sum(result["motions"].values()) == sum(result["shapes"].values()) == 2
     assert len(read_lines(tmp_path / "motion_test.txt")) == 2
+
+
+def test_heldout_videos_dataset_reads_the_set_with_a_test_pipeline(tmp_path, monkeypatch):
+    from video.data.datasets import HeldoutVideos
+    monkeypatch.setenv("OAR_HOME", str(tmp_path))
+    dataset = HeldoutVideos({"type": "SegmentSampler", "num_segments": 4, "mode": "test"},
+                            [{"type": "Resize", "short_side": 64}, {"type": "CenterCrop", "size": 64},
+                             {"type": "Normalize"}, {"type": "FormatClips"}], labels="multilabel", num=12, seed=2)
+    assert len(dataset) == 12 and (tmp_path / "heldout_videos" / "n12-s2-v1" / "complete.json").is_file()
+    sample = dataset[0]
+    assert sample["imgs"].shape == (1, 4, 3, 64, 64) and sample["label"].shape == (18,)
+    assert sample["label"][:12].sum() == 1 and sample["label"][12:].sum() == 1

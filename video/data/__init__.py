@@ -1,5 +1,5 @@
 """Video data: decoding (PyAV, JPEG frame folders), frame sampling, clip transforms, list-file datasets,
-frame features, a generator of labelled synthetic videos, and the generated set's per-frame targets and
+frame features, a generator of labelled synthetic videos, a second renderer's held-out test set, and the generated set's per-frame targets and
 backbone features.
 
 Importing this package registers the samplers and clip transforms (``TRANSFORMS``)
@@ -12,7 +12,7 @@ from .sampling import (segment_indices, clip_indices, uniform_indices, random_in
 from .transforms import RandomShortSideScale, RandomCrop, MultiScaleCrop, ThreeCrop, TenCrop, FormatClips
 from .features import FeatureFileError, load_features, save_features, FeatureExtractor, extract_features
 from .datasets import (VideoListError, ListFileNotFoundError, read_list_file, read_class_names, ClipLoader,
-                       VideoDataset, SyntheticVideos, FrameFeatureDataset)
+                       VideoDataset, SyntheticVideos, HeldoutVideos, FrameFeatureDataset)
 from .encode import write_video, write_frame_folder
 from .synthetic import MOTIONS, SHAPES, SyntheticSpec, make_synthetic_set, ensure_synthetic_set
 from .frame_attributes import SyntheticFrameAttributes
@@ -22,6 +22,7 @@ __all__ = ["VideoReader", "VideoDecodeError", "VideoNotFoundError", "segment_ind
            "uniform_indices", "random_indices", "SegmentSampler", "ClipSampler", "RandomShortSideScale", "RandomCrop",
            "MultiScaleCrop", "ThreeCrop", "TenCrop", "FormatClips", "FeatureFileError", "load_features",
            "save_features", "FeatureExtractor", "extract_features", "VideoListError", "ListFileNotFoundError",
-           "read_list_file", "read_class_names", "ClipLoader", "VideoDataset", "SyntheticVideos", "FrameFeatureDataset",
+           "read_list_file", "read_class_names", "ClipLoader", "VideoDataset", "SyntheticVideos", "HeldoutVideos",
+           "FrameFeatureDataset",
            "write_video", "write_frame_folder", "MOTIONS", "SHAPES", "SyntheticSpec", "make_synthetic_set",
            "ensure_synthetic_set", "SyntheticFrameAttributes", "SyntheticFeatures"]

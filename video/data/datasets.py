@@ -47,11 +47,12 @@ from vision.data.transforms import Compose
 
 from .decode import VideoDecodeError, VideoReader
 from .features import FeatureFileError, load_features
+from .heldout import ensure_heldout_set
 from .sampling import MODES, random_indices, uniform_indices
 from .synthetic import ensure_synthetic_set, spec_from_config
 
 __all__ = ["VideoListError", "ListFileNotFoundError", "ListEntry", "read_class_names", "read_list_file",
-           "ClipLoader", "VideoDataset", "SyntheticVideos", "FrameFeatureDataset", "ON_ERROR", "LABEL_SETS"]
+           "ClipLoader", "VideoDataset", "SyntheticVideos", "HeldoutVideos", "FrameFeatureDataset", "ON_ERROR", "LABEL_SETS"]
 
 ON_ERROR = ("skip", "raise")
 LABEL_SETS = ("motion", "multilabel")
@@ -330,6 +331,27 @@ class SyntheticVideos(VideoDataset):
                               f"got {split!r}, {labels!r}")
         folder = ensure_synthetic_set(num, seed, spec_from_config(spec), root, workers)
         super().__init__(os.path.join(folder, f"{labels}_{split}.txt"), sampler, transforms,
+                         class_names=os.path.join(folder, f"{labels}_classes.txt"),
+                         multi_label=labels == "multilabel", on_error=on_error)
+
+
+@DATASETS.register()
+class HeldoutVideos(VideoDataset):
+    """The held-out test set of the second renderer (:mod:`video.data.heldout`), made on first use: the same
+    motions, shapes and list files as :class:`SyntheticVideos`, drawn by other code; nothing trains on it.
+
+    Args:
+        sampler, transforms, labels, on_error: as :class:`SyntheticVideos` (test-time transforms: its frames
+            are 96, 112 or 128 pixels square).
+        num, seed: the set (:func:`~video.data.heldout.ensure_heldout_set`).
+    """
+
+    def __init__(self, sampler: dict, transforms: list = None, labels: str = "motion", num: int = 240, seed: int = 0,
+                 on_error: str = "skip"):
+        if labels not in LABEL_SETS:
+            raise ConfigError(f"HeldoutVideos: labels must be one of {LABEL_SETS}, got {labels!r}")
+        folder = ensure_heldout_set(num, seed)
+        super().__init__(os.path.join(folder, f"{labels}_test.txt"), sampler, transforms,
                          class_names=os.path.join(folder, f"{labels}_classes.txt"),
                          multi_label=labels == "multilabel", on_error=on_error)
 

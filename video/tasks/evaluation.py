@@ -2,25 +2,33 @@
 generated set, motion and time-reversal-pair scores, and the order-blind bound of the feature data.
 
 - :func:`checkpoint_scores`: class probabilities (N, K) and labels of a checkpoint on one split of a config;
-- :func:`multi_view`, :func:`other_rendering`: copies of a frame-model config tested with
-  :data:`MULTI_VIEW_CLIPS` clips x 3 crops, or on an independently drawn set (:data:`OTHER_RENDERING`);
+- :func:`multi_view`, :func:`other_rendering`, :func:`heldout_renderer`: copies of a frame-model config
+  tested with :data:`MULTI_VIEW_CLIPS` clips x 3 crops, on an independently drawn set of the same generator
+  (:data:`OTHER_RENDERING`), or on the second renderer's held-out set (:data:`HELDOUT`,
+  :mod:`video.data.heldout`);
 - :func:`motion_metrics`, :func:`evaluate_motions`: top-1, pair-collapsed and per-pair accuracy of motion
-  scores, single view, multi-view and on the other rendering;
+  scores, single view, multi-view, on the other rendering and on the held-out renderer;
+- :func:`heldout_feature_metrics`: a feature model's motion and shape scores on the held-out renderer's
+  videos, features made by its task from the video files (as ``predict`` makes them);
 - :func:`visible_counts`, :func:`count_rule_bound`, :func:`orderless_bound`: the pair-collapsed accuracy
   a model blind to frame order can reach at best on the frames a feature model sees.
 """
+import os
+
 import numpy
 
 from framework import no_grad
 from framework.engine import runner, to_tensors
 from vision.models.weights import read_weights
 
+from ..data.datasets import read_list_file
 from ..data.features import resolve_path
+from ..data.heldout import ensure_heldout_set
 from ..data.synthetic import MOTIONS, REVERSE_PAIRS, SHAPES
 from ..metrics import pair_collapsed_accuracy, per_pair_accuracy
 
-__all__ = ["MULTI_VIEW_CLIPS", "OTHER_RENDERING", "multi_view", "other_rendering", "checkpoint_scores",
-           "motion_metrics", "evaluate_motions", "visible_counts", "count_rule_bound", "orderless_bound"]
+__all__ = ["MULTI_VIEW_CLIPS", "OTHER_RENDERING", "HELDOUT", "multi_view", "other_rendering", "heldout_renderer",
+           "checkpoint_scores", "motion_metrics", "evaluate_motions", "heldout_feature_metrics", "visible_counts", "count_rule_bound", "orderless_bound"]
 
 MULTI_VIEW_CLIPS = 3
 # An independently drawn set with wider ranges than the training set (other seed, object sizes, camera
@@ -28,6 +36,8 @@ MULTI_VIEW_CLIPS = 3
 OTHER_RENDERING = {"num": 240, "seed": 7, "split": "train",
                    "spec": {"object_size": [0.18, 0.36], "jitter": 0.03, "noise": 9.0, "num_frames": [28, 56],
                             "fps": [12, 30]}}
+# The second renderer's test set (video.data.heldout.ensure_heldout_set): other drawing code, never trained on.
+HELDOUT = {"num": 240, "seed": 0}
 
 
 def multi_view(cfg, split="test", clips=MULTI_VIEW_CLIPS):
@@ -47,6 +57,14 @@ def multi_view(cfg, split="test", clips=MULTI_VIEW_CLIPS):
 def other_rendering(cfg, split="test"):
     """A copy of ``cfg`` whose ``data.<split>`` reads :data:`OTHER_RENDERING` (made on first use)."""
     return {**cfg, "data": {**cfg["data"], split: {**cfg["data"][split], **OTHER_RENDERING}}}
+
+
+def heldout_renderer(cfg, split="test"):
+    """A copy of ``cfg`` whose ``data.<split>`` reads the held-out renderer's set (:data:`HELDOUT`, made on first
+    use) with the section's sampler and transforms."""
+    section = cfg["data"][split]
+    heldout = {"type": "HeldoutVideos", "sampler": section["sampler"], "transforms": section["transforms"], **HELDOUT}
+    return {**cfg, "data": {**cfg["data"], split: heldout}}
 
 
 def checkpoint_scores(cfg, checkpoint, split="test", device=None):
@@ -72,17 +90,40 @@ def motion_metrics(probs, labels):
 def evaluate_motions(cfg, checkpoint, split="test", device=None):
     """The motion scores of a frame model's ``checkpoint`` on ``data.<split>`` of ``cfg``: single view
     (:func:`motion_metrics` and ``inside_pairs``, their mean per-pair accuracy), multi-view (:func:`multi_view`:
-    ``motion_top1_multiview``, ``pair_collapsed_acc_multiview``) and on :data:`OTHER_RENDERING`
-    (``…_other_rendering``); with the single-view probabilities (N, 12) under ``"probs"`` and the labels (N,)
-    under ``"labels"``."""
+    ``motion_top1_multiview``, ``pair_collapsed_acc_multiview``), on :data:`OTHER_RENDERING`
+    (``…_other_rendering``) and on the held-out renderer (:func:`heldout_renderer`: ``…_heldout``); with the
+    single-view probabilities (N, 12) under ``"probs"`` and the labels (N,) under ``"labels"``."""
     probs, labels = checkpoint_scores(cfg, checkpoint, split, device)
     result = motion_metrics(probs, labels)
     result["inside_pairs"] = float(numpy.mean(list(result["per_pair"].values())))
-    for suffix, view in (("multiview", multi_view(cfg, split)), ("other_rendering", other_rendering(cfg, split))):
+    views = (("multiview", multi_view(cfg, split)), ("other_rendering", other_rendering(cfg, split)),
+             ("heldout", heldout_renderer(cfg, split)))
+    for suffix, view in views:
         view_probs, view_labels = checkpoint_scores(view, checkpoint, split, device)
         result[f"motion_top1_{suffix}"] = float((view_probs.argmax(1) == view_labels).mean())
         result[f"pair_collapsed_acc_{suffix}"] = pair_collapsed_accuracy(view_probs, view_labels, REVERSE_PAIRS)
     return {**result, "probs": probs, "labels": labels}
+
+
+def heldout_feature_metrics(cfg, checkpoint, device=None, batch_size=16):
+    """A feature model's scores on the held-out renderer's videos (:data:`HELDOUT`, multi-label list): the task
+    of ``cfg`` with ``checkpoint`` makes each video's features from the file with its backbone, as ``predict``
+    does. Returns ``motion_top1_heldout``, ``pair_collapsed_acc_heldout`` (12 motions) and
+    ``shape_acc_heldout`` (the best of the 6 shapes)."""
+    folder = ensure_heldout_set(**HELDOUT)
+    entries = read_list_file(os.path.join(folder, "multilabel_test.txt"), multi_label=True)
+    task = runner.load_task(cfg, checkpoint, device)
+    probs = []
+    with no_grad():
+        for start in range(0, len(entries), batch_size):
+            paths = [os.path.join(folder, e.path) for e in entries[start:start + batch_size]]
+            probs.append(task.predict_batch(to_tensors(task.preprocess(paths), device))["prob"].numpy())
+    probs = numpy.concatenate(probs)
+    motions = numpy.array([min(e.labels) for e in entries])
+    shapes = numpy.array([max(e.labels) for e in entries]) - len(MOTIONS)
+    motion = motion_metrics(probs[:, :len(MOTIONS)], motions)
+    return {"motion_top1_heldout": motion["motion_top1"], "pair_collapsed_acc_heldout": motion["pair_collapsed_acc"],
+            "shape_acc_heldout": float((probs[:, len(MOTIONS):].argmax(1) == shapes).mean())}
 
 
 def visible_counts(cfg, split):

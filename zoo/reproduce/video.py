@@ -8,10 +8,13 @@ The order follows the 2019 recipe (image network first, video models from it):
 2. each frame model (``configs/video/{tsm,tsn,stnet,nonlocal}_synth.yaml``, whose ``model.pretrained``
    names that file) is trained by :func:`run_frame_model` and evaluated on the test split single-view
    (one clip, one centre crop, as Paddle 2019 tested TSN/TSM/StNet), multi-view (3 clips x 3 crops,
-   probabilities averaged) and on an independently drawn set with wider ranges
+   probabilities averaged), on an independently drawn set with wider ranges ("other rendering") and on the
+   held-out set of the second, independently written renderer (:mod:`video.data.heldout`)
    (:func:`video.tasks.evaluation.evaluate_motions`);
 3. the feature models (``configs/video/{attention_cluster,attention_lstm,nextvlad}_synth.yaml``) train on
-   the backbone's frame features, extracted once into ``$OAR_HOME`` (:func:`run_feature_models`).
+   the backbone's frame features, extracted once into ``$OAR_HOME`` (:func:`run_feature_models`), and are
+   also scored on the held-out renderer's videos from the files
+   (:func:`video.tasks.evaluation.heldout_feature_metrics`).
 
 Each model trains, and its best (or last) checkpoint is evaluated and exported, through the shared runner
 (:func:`zoo.reproduce.train_and_measure`, or its steps where the evaluation is the frame models' own).
@@ -29,7 +32,7 @@ import numpy
 from framework.engine import export_weights, runner
 from video.data.synthetic import MOTIONS
 from video.metrics import confusion_matrix
-from video.tasks.evaluation import evaluate_motions, orderless_bound
+from video.tasks.evaluation import evaluate_motions, heldout_feature_metrics, orderless_bound
 
 from . import card_config, destination, train_and_measure, train_checkpoint
 
@@ -46,7 +49,9 @@ FEATURE_METRICS = {"motion_acc": "motion_top1", "pair_acc": "pair_collapsed_acc"
                    "gap": "gap", "hit_at_one": "hit_at_1", "perr": "perr", "map": "map"}
 _COLUMNS = [("model", "model"), ("motion_top1", "motion top-1"), ("motion_top1_multiview", "top-1 multi-view"),
             ("pair_collapsed_acc", "pair-collapsed"), ("inside_pairs", "inside pairs"),
-            ("motion_top1_other_rendering", "top-1 other rendering"), ("shape_acc", "shape acc"),
+            ("motion_top1_other_rendering", "top-1 other rendering"), ("motion_top1_heldout", "top-1 held-out renderer"),
+            ("pair_collapsed_acc_heldout", "pair-collapsed held-out"), ("shape_acc", "shape acc"),
+            ("shape_acc_heldout", "shape held-out"),
             ("gap", "GAP"), ("hit_at_1", "Hit@1"), ("perr", "PERR"), ("train_minutes", "train min")]
 
 
@@ -97,6 +102,7 @@ def run_feature_model(name, options, overrides=(), from_runs=None):
     metrics = outcome["metrics"]
     row = {"model": entry["name"], "labels": "multilabel (12 motions + 6 shapes)", "split": "test"}
     row.update({label: metrics[key] for key, label in FEATURE_METRICS.items() if key in metrics})
+    row.update(heldout_feature_metrics(cfg, outcome["checkpoint"], device=options.device))
     row.update({"train_minutes": round(outcome["train_minutes"], 1), "checkpoint": outcome["checkpoint"],
                 "weights": destination(options, entry["weights"]["path"]), "sha256": outcome["weights"]["sha256"]})
     return row
@@ -162,7 +168,8 @@ def results_table(rows):
 
 def _card_metrics(row):
     keys = ("motion_top1", "pair_collapsed_acc", "motion_top1_multiview", "motion_top1_other_rendering",
-            "shape_acc", "gap", "hit_at_1", "perr", "map")
+            "motion_top1_heldout", "pair_collapsed_acc_heldout", "shape_acc", "shape_acc_heldout", "gap", "hit_at_1",
+            "perr", "map")
     return {"split": "test", **{k: round(float(row[k]), 4) for k in keys if row.get(k) is not None}}
 
 

@@ -27,9 +27,11 @@ def test_results_table_and_bound_text():
     table = results_table([{"model": "tsn_synth", "motion_top1": 0.5, "per_pair": {"0/1": 0.5}, "train_minutes": 2.0},
                            {"model": "nextvlad_synth", "motion_top1": 0.4083, "shape_acc": 0.9667}])
     lines = table.splitlines()
-    assert lines[0].startswith("| model | motion top-1 | top-1 multi-view |") and lines[1] == "|" + "---|" * 11
-    assert lines[2] == "| tsn_synth | 0.500 | – | – | – | – | – | – | – | – | 2.0 |"
-    assert lines[3] == "| nextvlad_synth | 0.408 | – | – | – | – | 0.967 | – | – | – | – |"
+    assert lines[0].startswith("| model | motion top-1 | top-1 multi-view |") and lines[1] == "|" + "---|" * 14
+    assert "| top-1 other rendering | top-1 held-out renderer | pair-collapsed held-out | shape acc | shape held-out |" \
+        in lines[0]
+    assert lines[2] == "| tsn_synth | 0.500 | – | – | – | – | – | – | – | – | – | – | – | 2.0 |"
+    assert lines[3] == "| nextvlad_synth | 0.408 | – | – | – | – | – | – | 0.967 | – | – | – | – | – |"
     assert lines[-1] == "- tsn_synth: move_left/move_right 0.50"
     line = bound_text({"learned": 0.9083, "best": 0.95, "ambiguous_counts": [4, 5, 6]})
     assert "0.908 with the rule learned" in line and "0.950 with the best rule" in line and "counts 4, 5, 6." in line
@@ -40,19 +42,20 @@ def test_card_updates_name_the_backbone_of_the_feature_models():
     result = {"backbone": {"sha256": "b" * 64},
               "rows": [{"model": "tsm_synth", "sha256": "t" * 64, "motion_top1": 0.98333, "pair_collapsed_acc": 0.9,
                         "motion_top1_multiview": 0.99, "motion_top1_other_rendering": 0.93, "per_pair": {"0/1": 1.0},
-                        "probs": numpy.zeros((1, 12))},
+                        "motion_top1_heldout": 0.91, "probs": numpy.zeros((1, 12))},
                        {"model": "attention_lstm_synth", "sha256": "a" * 64, "motion_top1": 0.9833, "shape_acc": 0.96,
-                        "gap": 0.99, "hit_at_1": 0.99, "perr": 0.97, "map": 0.99, "labels": "multilabel"}]}
+                        "shape_acc_heldout": 0.92, "gap": 0.99, "hit_at_1": 0.99, "perr": 0.97, "map": 0.99,
+                        "labels": "multilabel"}]}
     updates = card_updates(result)
     assert updates["tsm_synth"] == {
         "metrics": {"split": "test", "motion_top1": 0.9833, "pair_collapsed_acc": 0.9, "motion_top1_multiview": 0.99,
-                    "motion_top1_other_rendering": 0.93},
+                    "motion_top1_other_rendering": 0.93, "motion_top1_heldout": 0.91},
         "weights": {"path": "zoo/weights/tsm_synth.npz", "sha256": "t" * 64}}
     weights = updates["attention_lstm_synth"]["weights"]
     assert weights == {"path": "zoo/weights/attention_lstm_synth.npz", "sha256": "a" * 64,
                        "backbone": BACKBONE_WEIGHTS, "backbone_sha256": "b" * 64}
-    assert list(updates["attention_lstm_synth"]["metrics"]) == ["split", "motion_top1", "shape_acc", "gap",
-                                                                 "hit_at_1", "perr", "map"]
+    assert list(updates["attention_lstm_synth"]["metrics"]) == ["split", "motion_top1", "shape_acc",
+                                                                 "shape_acc_heldout", "gap", "hit_at_1", "perr", "map"]
 
 
 @pytest.mark.parametrize("files, chosen", [(("best.npz", "last.npz"), "best.npz"), (("last.npz",), "last.npz")])
