@@ -46,7 +46,6 @@ the command line.
 import colorsys
 import json
 import math
-import multiprocessing
 import os
 import sys
 import time
@@ -55,10 +54,10 @@ import numpy
 
 from framework.config import ConfigError
 from framework.fetch import oar_home
-from framework.progress import progress_bar
 from framework.serialization import atomic_write
 
 from .encode import write_video
+from .pool import map_indexed
 from .synthetic import MOTIONS, SHAPES
 
 __all__ = ["MOTIONS", "SHAPES", "BACKGROUNDS", "FILLS", "MARKS", "PROFILES", "LIGHTS", "PLAIN_BACKGROUND",
@@ -597,30 +596,8 @@ def make_heldout_set(root, num=240, seed=0, workers=None, progress=None):
     root = os.fspath(root)
     os.makedirs(os.path.join(root, "videos"), exist_ok=True)
     jobs = [(root, i, MOTIONS[m], SHAPES[s], int(seed)) for i, (m, s) in enumerate(assign_labels(num, seed))]
-    workers = max(1, int(workers or os.cpu_count() or 1))
     start = time.perf_counter()
-    records = [None] * num
-    pool = None
-    if workers == 1:
-        results = map(_make_one, jobs)
-    else:
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-        pool = multiprocessing.get_context(method).Pool(workers)
-        results = pool.imap_unordered(_make_one, jobs, chunksize=4)
-    bar = progress_bar(total=num, desc="held-out videos", unit="video") if progress is True else None
-    try:
-        for done, (index, record) in enumerate(results, start=1):
-            records[index] = record
-            if bar is not None:
-                bar.update(1)
-            elif callable(progress):
-                progress(done, num)
-    finally:
-        if bar is not None:
-            bar.close()
-        if pool is not None:
-            pool.close()
-            pool.join()
+    records, workers = map_indexed(_make_one, jobs, workers, progress, desc="held-out videos")
     seconds = time.perf_counter() - start
     motion_ids = [MOTIONS.index(r["motion"]) for r in records]
     shape_ids = [len(MOTIONS) + SHAPES.index(r["shape"]) for r in records]

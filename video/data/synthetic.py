@@ -42,7 +42,6 @@ import dataclasses
 import hashlib
 import json
 import math
-import multiprocessing
 import os
 import sys
 import time
@@ -51,11 +50,11 @@ import numpy
 
 from framework.config import ConfigError
 from framework.fetch import oar_home
-from framework.progress import progress_bar
 from framework.serialization import atomic_write
 from vision.data.transforms import require_cv2
 
 from .encode import write_video
+from .pool import map_indexed
 
 __all__ = ["MOTIONS", "SHAPES", "REVERSE_PAIRS", "FILLS", "MARKS", "BACKGROUNDS", "SyntheticSpec", "Appearance",
            "VideoPlan", "plan_video", "render_video",
@@ -579,30 +578,8 @@ def make_synthetic_set(root, num, seed=0, spec=SyntheticSpec(), workers=None, pr
     os.makedirs(os.path.join(root, "videos"), exist_ok=True)
     motions = numpy.random.default_rng(seed).permutation(numpy.arange(num) % len(MOTIONS))
     jobs = [(root, i, int(motions[i]), int(seed), spec) for i in range(num)]
-    workers = max(1, int(workers or os.cpu_count() or 1))
     start = time.perf_counter()
-    summaries = [None] * num
-    if workers == 1:
-        results = map(_make_one, jobs)
-        pool = None
-    else:
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-        pool = multiprocessing.get_context(method).Pool(workers)
-        results = pool.imap_unordered(_make_one, jobs, chunksize=4)
-    bar = progress_bar(total=num, desc="videos", unit="video") if progress is True else None
-    try:
-        for done, (index, summary) in enumerate(results, start=1):
-            summaries[index] = summary
-            if bar is not None:
-                bar.update(1)
-            elif callable(progress):
-                progress(done, num)
-    finally:
-        if bar is not None:
-            bar.close()
-        if pool is not None:
-            pool.close()
-            pool.join()
+    summaries, workers = map_indexed(_make_one, jobs, workers, progress, desc="videos")
     seconds = time.perf_counter() - start
     shape_offset = len(MOTIONS)
     _write_text(os.path.join(root, "motion_classes.txt"), MOTIONS)
