@@ -29,7 +29,7 @@ def test_synthetic_motion_sections_build(tmp_path, capsys):
 
 def test_a_set_folder_made_with_other_settings_is_refused(tmp_path):
     from video.data.synthetic import SyntheticSpec, ensure_synthetic_set
-    spec = SyntheticSpec(num_frames=(16, 18), width=(32, 32), height=(32, 32))
+    spec = SyntheticSpec(num_frames=(16, 18), width=(32, 32), height=(32, 32), object_size=(0.2, 0.3))
     root = ensure_synthetic_set(12, seed=1, spec=spec, root=tmp_path / "set", workers=1)
     assert ensure_synthetic_set(12, seed=1, spec=spec, root=root) == root
     with pytest.raises(ValueError, match="other settings"):

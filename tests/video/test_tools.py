@@ -31,7 +31,8 @@ def _rates(stderr):
 def test_generate_then_extract_features(tmp_path):
     out = tmp_path / "set"
     made = _run("make_synthetic_videos", "--out", str(out), "--num", "12", "--seed", "3", "--workers", "2",
-                "--width", "32", "48", "--height", "32", "32", "--num_frames", "16", "20", progress="1")
+                "--width", "32", "48", "--height", "32", "32", "--num_frames", "16", "20", "--object_size", "0.2", "0.3",
+                progress="1")
     assert made.returncode == 0, made.stderr
     summary = json.loads(made.stdout.strip().splitlines()[-1])
     assert summary["videos"] == 12 and summary["splits"] == {"train": 8, "dev": 2, "test": 2}
