@@ -47,17 +47,14 @@ import colorsys
 import json
 import math
 import os
-import sys
 import time
 
 import numpy
 
-from framework.config import ConfigError
 from framework.fetch import oar_home
-from framework.serialization import atomic_write
 
 from .encode import write_video
-from .pool import map_indexed
+from .pool import ensure_made, map_indexed, write_lines
 from .synthetic import MOTIONS, SHAPES
 
 __all__ = ["MOTIONS", "SHAPES", "BACKGROUNDS", "FILLS", "MARKS", "PROFILES", "LIGHTS", "PLAIN_BACKGROUND",
@@ -568,11 +565,6 @@ def _make_one(job):
     return index, {"path": _video_name(index), "split": "test", **summary}
 
 
-def _write_text(path, lines):
-    with atomic_write(path) as f:
-        f.write("".join(line + "\n" for line in lines))
-
-
 def make_heldout_set(root, num=240, seed=0, workers=None, progress=None):
     """Write ``num`` held-out videos and their list files under ``root``; returns a dict of counts and timings.
 
@@ -601,12 +593,12 @@ def make_heldout_set(root, num=240, seed=0, workers=None, progress=None):
     seconds = time.perf_counter() - start
     motion_ids = [MOTIONS.index(r["motion"]) for r in records]
     shape_ids = [len(MOTIONS) + SHAPES.index(r["shape"]) for r in records]
-    _write_text(os.path.join(root, "motion_classes.txt"), MOTIONS)
-    _write_text(os.path.join(root, "multilabel_classes.txt"), MOTIONS + SHAPES)
-    _write_text(os.path.join(root, "motion_test.txt"), [f"{_video_name(i)} {m}" for i, m in enumerate(motion_ids)])
-    _write_text(os.path.join(root, "multilabel_test.txt"),
+    write_lines(os.path.join(root, "motion_classes.txt"), MOTIONS)
+    write_lines(os.path.join(root, "multilabel_classes.txt"), MOTIONS + SHAPES)
+    write_lines(os.path.join(root, "motion_test.txt"), [f"{_video_name(i)} {m}" for i, m in enumerate(motion_ids)])
+    write_lines(os.path.join(root, "multilabel_test.txt"),
                 [f"{_video_name(i)} {m},{s}" for i, (m, s) in enumerate(zip(motion_ids, shape_ids, strict=True))])
-    _write_text(os.path.join(root, "metadata.jsonl"), [json.dumps(r) for r in records])
+    write_lines(os.path.join(root, "metadata.jsonl"), [json.dumps(r) for r in records])
     return {"videos": num, "seconds": round(seconds, 2), "workers": workers, "splits": {"test": num},
             "motions": {name: motion_ids.count(i) for i, name in enumerate(MOTIONS)},
             "shapes": {name: shape_ids.count(len(MOTIONS) + i) for i, name in enumerate(SHAPES)}}
@@ -622,19 +614,8 @@ def ensure_heldout_set(num=240, seed=0, root=None, workers=None):
     settings = {"num": int(num), "seed": int(seed), "version": VERSION}
     if root is None:
         root = os.path.join(oar_home(), "heldout_videos", f"n{num}-s{seed}-v{VERSION}")
-    root = os.fspath(root)
-    marker = os.path.join(root, "complete.json")
-    if os.path.isfile(marker):
-        with open(marker, encoding="utf-8") as f:
-            found = json.load(f)
-        if found.get("settings") == settings:
-            return root
-        raise ConfigError(f"{root} holds a held-out set made with other settings ({found.get('settings')}); "
-                          "choose another root")
-    print(f"generating the held-out video set ({num} videos) in {root}", file=sys.stderr, flush=True)
-    result = make_heldout_set(root, num, seed, workers, progress=True)
-    _write_text(marker, [json.dumps({"settings": settings, "result": result})])
-    return root
+    return ensure_made(root, settings, f"held-out video set ({num} videos)",
+                       lambda folder: make_heldout_set(folder, num, seed, workers, progress=True))
 
 
 def main(argv=None):

@@ -1,10 +1,40 @@
-"""Writing a set of generated videos in worker processes: :func:`map_indexed`."""
+"""Writing a set of generated videos: worker processes (:func:`map_indexed`), text files (:func:`write_lines`)
+and the marker of a finished set (:func:`ensure_made`)."""
+import json
 import multiprocessing
 import os
+import sys
 
+from framework.config import ConfigError
 from framework.progress import progress_bar
+from framework.serialization import atomic_write
 
-__all__ = ["map_indexed"]
+__all__ = ["map_indexed", "write_lines", "ensure_made"]
+
+
+def write_lines(path, lines):
+    """Write ``lines`` (str, without newlines) to ``path``, one per line, atomically."""
+    with atomic_write(path) as f:
+        f.write("".join(line + "\n" for line in lines))
+
+
+def ensure_made(root, settings, what, make):
+    """``root`` once it holds a finished set made with ``settings`` (a JSON-ready dict): ``make(root)`` (returning
+    a JSON-ready summary) runs first unless ``root/complete.json``, written last, says so already; a marker of
+    other settings is a ConfigError naming ``what``. Returns ``root``."""
+    root = os.fspath(root)
+    marker = os.path.join(root, "complete.json")
+    if os.path.isfile(marker):
+        with open(marker, encoding="utf-8") as f:
+            found = json.load(f)
+        if found.get("settings") == json.loads(json.dumps(settings)):
+            return root
+        raise ConfigError(f"{root} holds a {what} made with other settings ({found.get('settings')}); "
+                          "choose another root")
+    print(f"generating the {what} in {root}", file=sys.stderr, flush=True)
+    result = make(root)
+    write_lines(marker, [json.dumps({"settings": settings, "result": result})])
+    return root
 
 
 def map_indexed(function, jobs, workers=None, progress=None, desc="videos"):

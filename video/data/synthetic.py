@@ -43,18 +43,16 @@ import hashlib
 import json
 import math
 import os
-import sys
 import time
 
 import numpy
 
 from framework.config import ConfigError
 from framework.fetch import oar_home
-from framework.serialization import atomic_write
 from vision.data.transforms import require_cv2
 
 from .encode import write_video
-from .pool import map_indexed
+from .pool import ensure_made, map_indexed, write_lines
 
 __all__ = ["MOTIONS", "SHAPES", "REVERSE_PAIRS", "FILLS", "MARKS", "BACKGROUNDS", "SyntheticSpec", "Appearance",
            "VideoPlan", "plan_video", "render_video",
@@ -548,11 +546,6 @@ def _make_one(job):
     return index, plan.summary()
 
 
-def _write_text(path, lines):
-    with atomic_write(path) as f:
-        f.write("".join(line + "\n" for line in lines))
-
-
 def make_synthetic_set(root, num, seed=0, spec=SyntheticSpec(), workers=None, progress=None):
     """Write ``num`` videos and their list files under ``root``; returns a dict of counts and timings.
 
@@ -582,16 +575,16 @@ def make_synthetic_set(root, num, seed=0, spec=SyntheticSpec(), workers=None, pr
     summaries, workers = map_indexed(_make_one, jobs, workers, progress, desc="videos")
     seconds = time.perf_counter() - start
     shape_offset = len(MOTIONS)
-    _write_text(os.path.join(root, "motion_classes.txt"), MOTIONS)
-    _write_text(os.path.join(root, "multilabel_classes.txt"), MOTIONS + SHAPES)
+    write_lines(os.path.join(root, "motion_classes.txt"), MOTIONS)
+    write_lines(os.path.join(root, "multilabel_classes.txt"), MOTIONS + SHAPES)
     for split in ("train", "dev", "test"):
         chosen = [i for i in range(num) if split_of(i) == split]
-        _write_text(os.path.join(root, f"motion_{split}.txt"),
+        write_lines(os.path.join(root, f"motion_{split}.txt"),
                     [f"{_video_name(i)} {MOTIONS.index(summaries[i]['motion'])}" for i in chosen])
-        _write_text(os.path.join(root, f"multilabel_{split}.txt"),
+        write_lines(os.path.join(root, f"multilabel_{split}.txt"),
                     [f"{_video_name(i)} {MOTIONS.index(summaries[i]['motion'])},"
                      f"{shape_offset + SHAPES.index(summaries[i]['shape'])}" for i in chosen])
-    _write_text(os.path.join(root, "metadata.jsonl"),
+    write_lines(os.path.join(root, "metadata.jsonl"),
                 [json.dumps({"path": _video_name(i), "split": split_of(i), **summaries[i]}) for i in range(num)])
     return {"videos": num, "seconds": round(seconds, 2), "workers": workers,
             "splits": {split: sum(split_of(i) == split for i in range(num)) for split in ("train", "dev", "test")}}
@@ -618,19 +611,8 @@ def ensure_synthetic_set(num=1200, seed=0, spec=SyntheticSpec(), root=None, work
     if root is None:
         digest = hashlib.sha256(json.dumps(settings["spec"], sort_keys=True).encode()).hexdigest()[:10]
         root = os.path.join(oar_home(), "synthetic_videos", f"n{num}-s{seed}-{digest}")
-    root = os.fspath(root)
-    marker = os.path.join(root, "complete.json")
-    if os.path.isfile(marker):
-        with open(marker, encoding="utf-8") as f:
-            found = json.load(f)
-        if found.get("settings") == json.loads(json.dumps(settings)):
-            return root
-        raise ConfigError(f"{root} holds a synthetic set made with other settings ({found.get('settings')}); "
-                         "choose another root")
-    print(f"generating the synthetic video set ({num} videos) in {root}", file=sys.stderr, flush=True)
-    result = make_synthetic_set(root, num, seed, spec, workers, progress=True)
-    _write_text(marker, [json.dumps({"settings": settings, "result": result})])
-    return root
+    return ensure_made(root, settings, f"synthetic video set ({num} videos)",
+                       lambda folder: make_synthetic_set(folder, num, seed, spec, workers, progress=True))
 
 
 def main(argv=None):

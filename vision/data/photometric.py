@@ -33,9 +33,10 @@ def _probability(p, who):
     return float(p)
 
 
-def _factor_range(value, who, name, center=1.0, bound=None):
-    """``value`` as torchvision reads it: a number v gives [center - v, center + v], a pair is the range."""
-    low, high = (center - value, center + value) if isinstance(value, (int, float)) else tuple(value)
+def _factor_range(value, who, name, center=1.0, bound=None, floor=-math.inf):
+    """``value`` as torchvision reads it: a number v gives [max(floor, center - v), center + v], a pair is the
+    range; either must lie within ``bound``."""
+    low, high = (max(floor, center - value), center + value) if isinstance(value, (int, float)) else tuple(value)
     if not low <= high or (bound is not None and not bound[0] <= low <= high <= bound[1]):
         raise ValueError(f"{who}: {name} must give a range within {bound}, got {value!r}")
     return float(low), float(high)
@@ -62,8 +63,7 @@ class ColorJitter(ImageTransform):
                  p: float = 1.0):
         who = "ColorJitter"
         self.brightness, self.contrast, self.saturation = (
-            _factor_range(v, who, name, bound=(0.0, math.inf)) if not isinstance(v, (int, float))
-            else (max(0.0, 1 - v), 1 + float(v))
+            _factor_range(v, who, name, bound=(0.0, math.inf), floor=0.0)
             for v, name in ((brightness, "brightness"), (contrast, "contrast"), (saturation, "saturation")))
         self.hue = _factor_range(hue, who, "hue", center=0.0, bound=(-0.5, 0.5))
         self.p = _probability(p, who)
