@@ -15,6 +15,7 @@ seconds, default 600).
 """
 import os
 import sys
+import time
 import traceback
 
 import numpy
@@ -27,6 +28,7 @@ __all__ = ["ParallelEnv", "init_parallel_env", "get_rank", "get_world_size", "ge
            "get_communicator", "is_initialized", "launched_by_mpi", "abort", "rank_seed", "DEFAULT_TIMEOUT"]
 
 DEFAULT_TIMEOUT = 600.0
+ABORT_GRACE = 2.0   # seconds abort() waits for the other ranks to end with it
 # world size variables set by MPICH/Intel MPI (Hydra), Open MPI and MVAPICH launchers
 _LAUNCHER_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
 
@@ -181,13 +183,24 @@ def is_initialized():
     return _env is not None
 
 
-def abort(code=1):
-    """End every rank of the job with exit status ``code`` (a plain exit for a single process)."""
+def abort(code=1, grace=ABORT_GRACE):
+    """End every rank of the job with exit status ``code`` (a plain exit for a single process).
+
+    When every rank calls it within ``grace`` seconds (a mistake each rank
+    sees, such as a config error), the ranks end together with a plain exit,
+    so the launcher forwards every rank's message before the job ends; a rank
+    left alone past ``grace`` ends the whole job through ``MPI_Abort``.
+    """
     sys.stdout.flush()
     sys.stderr.flush()
     if _env is not None and _env.world_size > 1:
         from mpi4py import MPI
-        MPI.COMM_WORLD.Abort(code)
+        everyone = MPI.COMM_WORLD.Ibarrier()   # COMM_WORLD carries no collective of the run (they use a Dup)
+        deadline = time.monotonic() + grace
+        while not everyone.Test():
+            if time.monotonic() > deadline:
+                MPI.COMM_WORLD.Abort(code)
+            time.sleep(0.005)
     raise SystemExit(code)
 
 

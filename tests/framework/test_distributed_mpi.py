@@ -118,8 +118,9 @@ def test_distributed_resume_is_exact_through_oar_train_nproc(tmp_path):
 @pytest.mark.parametrize("mode, expected", [
     ("raise", r"\[rank 1/2\] RuntimeError: rank 1 fails on purpose at step 3"),
     ("exit", ""),
+    ("abort", "rank 1 aborts alone"),
     ("hang", r"rank 0 of 2: all_reduce of 12 float32 has waited \d+ s \(timeout 2 s\)"),
-], ids=["raise", "exit", "hang"])
+], ids=["raise", "exit", "abort", "hang"])
 def test_a_failing_rank_ends_the_job(mode, expected):
     start = time.monotonic()
     result = _run([sys.executable, os.path.join(SCRIPTS, "failure.py"), mode, "2"], timeout=60)

@@ -1,7 +1,8 @@
-"""Data-parallel training in which rank 1 fails at step 3: ``python failure.py raise|hang|exit TIMEOUT``.
+"""Data-parallel training in which rank 1 fails at step 3: ``python failure.py raise|hang|exit|abort TIMEOUT``.
 
 ``raise``: rank 1 raises an exception; ``exit``: rank 1 exits with status 3
-without a word; ``hang``: rank 1 stops taking part (sleeps), so rank 0 waits
+without a word; ``abort``: rank 1 alone calls ``abort(4)`` (after its grace
+the whole job ends through MPI_Abort); ``hang``: rank 1 stops taking part (sleeps), so rank 0 waits
 in a collective until the watchdog's ``TIMEOUT`` seconds end the job. In
 every case the job must end, with a message naming the failing rank or the
 waiting one, instead of hanging.
@@ -31,6 +32,9 @@ def main(mode, timeout):
                 raise RuntimeError("rank 1 fails on purpose at step 3")
             if mode == "exit":
                 os._exit(3)
+            if mode == "abort":
+                print("rank 1 aborts alone", file=sys.stderr, flush=True)
+                dist.abort(4)
             time.sleep(60)
         loss = (model(framework.to_tensor(rng.normal(size=(8, 4)).astype("float32"))) ** 2).mean()
         optimizer.clear_grad()
