@@ -8,8 +8,10 @@ process that no launcher started is a world of one rank; nothing imports
 mpi4py then, and every collective is a no-op.
 
 In a distributed run an uncaught exception on any rank prints its traceback
-(prefixed with the rank) and aborts the whole job through ``MPI_Abort``, so
-the other ranks never wait for it forever; the :class:`Watchdog` ends a job
+(prefixed with the rank) and ends the whole job: the ranks that all fail
+within a short grace exit together (so the launcher forwards every message),
+a rank failing alone ends the job through ``MPI_Abort``, so the other ranks
+never wait for it forever; the :class:`Watchdog` ends a job
 whose collective blocks longer than the timeout (``OAR_DIST_TIMEOUT``
 seconds, default 600).
 """
@@ -138,7 +140,7 @@ def _nccl_communicator(cpu):
 
 
 def _install_abort_on_error(world, rank, world_size):
-    """An uncaught exception prints its traceback with the rank, then aborts every rank."""
+    """An uncaught exception prints its traceback with the rank, then ends every rank (:func:`_end_together`)."""
     previous = sys.excepthook
 
     def hook(kind, value, tb):
@@ -147,9 +149,7 @@ def _install_abort_on_error(world, rank, world_size):
         else:
             text = "".join(traceback.format_exception(kind, value, tb))
             sys.stderr.write("".join(f"[rank {rank}/{world_size}] {line}\n" for line in text.splitlines()))
-        sys.stdout.flush()
-        sys.stderr.flush()
-        world.Abort(1)
+        _end_together(world, 1)   # then the interpreter exits with status 1
 
     sys.excepthook = hook
 
@@ -191,17 +191,28 @@ def abort(code=1, grace=ABORT_GRACE):
     so the launcher forwards every rank's message before the job ends; a rank
     left alone past ``grace`` ends the whole job through ``MPI_Abort``.
     """
-    sys.stdout.flush()
-    sys.stderr.flush()
     if _env is not None and _env.world_size > 1:
         from mpi4py import MPI
-        everyone = MPI.COMM_WORLD.Ibarrier()   # COMM_WORLD carries no collective of the run (they use a Dup)
-        deadline = time.monotonic() + grace
-        while not everyone.Test():
-            if time.monotonic() > deadline:
-                MPI.COMM_WORLD.Abort(code)
-            time.sleep(0.005)
+        _end_together(MPI.COMM_WORLD, code, grace)
+    else:
+        sys.stdout.flush()
+        sys.stderr.flush()
     raise SystemExit(code)
+
+
+def _end_together(world, code, grace=ABORT_GRACE):
+    """Flush this rank's output and wait up to ``grace`` seconds for every rank of ``world`` to get here (then
+    return, so each ends with a plain exit and the launcher forwards every message); past ``grace``, end the
+    whole job through ``MPI_Abort(code)``. ``world`` is COMM_WORLD, which carries none of the run's
+    collectives (they use a Dup)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    everyone = world.Ibarrier()
+    deadline = time.monotonic() + grace
+    while not everyone.Test():
+        if time.monotonic() > deadline:
+            world.Abort(code)
+        time.sleep(0.005)
 
 
 def rank_seed(seed, rank):

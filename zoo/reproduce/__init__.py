@@ -85,9 +85,10 @@ def logged_train_minutes(run_dir):
     """Training time of a finished run from its ``metrics.jsonl`` (the time to the first record extrapolated
     back to step 0 at the run's mean time per step), in minutes; None for a folder that holds weights but no
     training log (weights taken as they are, e.g. shipped ones scored again)."""
-    if not os.path.isfile(os.path.join(run_dir, "metrics.jsonl")):
+    log = os.path.join(run_dir, "metrics.jsonl")
+    if not os.path.isfile(log):
         return None
-    with open(os.path.join(run_dir, "metrics.jsonl"), encoding="utf-8") as f:
+    with open(log, encoding="utf-8") as f:
         records = [json.loads(line) for line in f if line.strip()]
     first, last = records[0], records[-1]
     per_step = (last["time"] - first["time"]) / max(last["step"] - first["step"], 1)

@@ -61,11 +61,6 @@ def _entry(name):
             "weights": {"path": f"zoo/weights/{name}_synth.npz"}}
 
 
-def _rounded(minutes):
-    """Training minutes to one place (None: a run folder without a training log)."""
-    return None if minutes is None else round(minutes, 1)
-
-
 def _run_of(name, from_runs):
     """The finished run ``<from_runs>/<name>`` to evaluate instead of training (None: train)."""
     return os.path.join(from_runs, name) if from_runs else None
@@ -77,7 +72,7 @@ def train_backbone(options, from_runs=None):
     shape/visibility accuracy, centre and angle errors, training minutes, sha256)."""
     outcome = train_and_measure(_entry("feature_backbone"), options, from_run=_run_of("feature_backbone", from_runs))
     metrics = outcome["metrics"]
-    return {"model": "feature_backbone_synth", "split": "test", "train_minutes": _rounded(outcome["train_minutes"]),
+    return {"model": "feature_backbone_synth", "split": "test", "train_minutes": outcome["train_minutes"],
             **{k: metrics[k] for k in BACKBONE_METRICS if k in metrics}, "sha256": outcome["weights"]["sha256"]}
 
 
@@ -89,7 +84,7 @@ def run_frame_model(name, options, overrides=(), from_runs=None):
     cfg = card_config(entry, options, overrides)
     best, _, minutes = train_checkpoint(cfg, entry, options, _run_of(name, from_runs))
     row = {"model": entry["name"], "split": "test", **evaluate_motions(cfg, best, device=options.device),
-           "train_minutes": _rounded(minutes), "checkpoint": best,
+           "train_minutes": minutes, "checkpoint": best,
            "weights": destination(options, entry["weights"]["path"])}
     row["sha256"] = export_weights(best, row["weights"])
     return row
@@ -108,7 +103,7 @@ def run_feature_model(name, options, overrides=(), from_runs=None):
     row = {"model": entry["name"], "labels": "multilabel (12 motions + 6 shapes)", "split": "test"}
     row.update({label: metrics[key] for key, label in FEATURE_METRICS.items() if key in metrics})
     row.update(heldout_feature_metrics(cfg, outcome["checkpoint"], device=options.device))
-    row.update({"train_minutes": _rounded(outcome["train_minutes"]), "checkpoint": outcome["checkpoint"],
+    row.update({"train_minutes": outcome["train_minutes"], "checkpoint": outcome["checkpoint"],
                 "weights": destination(options, entry["weights"]["path"]), "sha256": outcome["weights"]["sha256"]})
     return row
 

@@ -2,10 +2,10 @@
 
 ``raise``: rank 1 raises an exception; ``exit``: rank 1 exits with status 3
 without a word; ``abort``: rank 1 alone calls ``abort(4)`` (after its grace
-the whole job ends through MPI_Abort); ``hang``: rank 1 stops taking part (sleeps), so rank 0 waits
-in a collective until the watchdog's ``TIMEOUT`` seconds end the job. In
-every case the job must end, with a message naming the failing rank or the
-waiting one, instead of hanging.
+the whole job ends through MPI_Abort); ``hang``: rank 1 stops taking part
+(sleeps), so rank 0 waits in a collective until the watchdog's ``TIMEOUT``
+seconds end the job. In every case the job must end, with a message naming
+the failing rank or the waiting one, instead of hanging.
 """
 import os
 import sys

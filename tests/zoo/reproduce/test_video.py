@@ -8,8 +8,8 @@ import pytest
 
 from zoo.catalog import cards
 from zoo.reproduce import logged_train_minutes, train_checkpoint
-from zoo.reproduce.video import (BACKBONE_WEIGHTS, FEATURE_MODELS, FRAME_MODELS, backbone_table, bound_text, card_updates,
-                                 reproduce_video, results_table)
+from zoo.reproduce.video import (BACKBONE_WEIGHTS, FEATURE_MODELS, FRAME_MODELS, backbone_table, bound_text,
+                                 card_updates, reproduce_video, results_table)
 
 
 def test_every_video_card_names_the_video_procedure():
