@@ -34,7 +34,7 @@ from ..slim.runtime import on_runtime
 from ..slim.source import open_source
 from . import destination, machine_description
 
-__all__ = ["reproduce_slim", "compressed_cards", "results_table", "PADDLESLIM"]
+__all__ = ["reproduce_slim", "rebuild", "compressed_cards", "results_table", "main", "PADDLESLIM"]
 
 # PaddleSlim's published MobileNet V1 (ImageNet) results, the anchor of the table.
 PADDLESLIM = ["uniform filter pruning: -50 % FLOPs, -1.08 top-1",
@@ -198,11 +198,11 @@ def _weights_entry(card, weights):
             **{f"{k}_sha256": sha256_of(os.path.join(ROOT, v)) for k, v in named.items()}}
 
 
-def reproduce_slim(entry, options):
-    """The procedure of every compressed card (module docstring); returns this card's ``metrics`` and
-    ``weights``, the other compressed cards' as ``models``, and the table as ``results_text``."""
-    start = datetime.datetime.now()
-    entries, rows, bases, models = compressed_cards(), [], {}, {}
+def rebuild(entries, options):
+    """Compress each card of ``entries`` into ``<output_root>/slim/<name>`` (reusing a finished run, see
+    :func:`_reusable`), ship its weights and measure it beside the model it came from; returns ``(rows,
+    models)``: the table rows (each source model first) and ``{name: {"metrics", "weights"}}``."""
+    rows, bases, models = [], {}, {}
     for card in entries:
         run_dir = os.path.join(os.path.abspath(options.output_root), "slim", card["name"])
         done = _reusable(run_dir, card) or compress(
@@ -217,9 +217,53 @@ def reproduce_slim(entry, options):
             rows.append(bases[card["compressed_from"]])
         rows.append(_compressed_row(card, done, weights, run_dir))
         models[card["name"]] = {"metrics": _card_metrics(rows[-1]), "weights": _weights_entry(card, weights)}
+    return rows, models
+
+
+def _facts(command, minutes):
+    return (f"Command: `{command}` ({minutes:.0f} min in all); {machine_description()}; "
+            f"{datetime.date.today().isoformat()}. Latency: median of batch-1 calls over the first {SINGLES} test "
+            f"examples; throughput: one test batch of 64. File sizes are the shipped weights files.")
+
+
+def reproduce_slim(entry, options):
+    """The procedure of every compressed card (module docstring); returns this card's ``metrics`` and
+    ``weights``, the other compressed cards' as ``models``, and the table as ``results_text``."""
+    start = datetime.datetime.now()
+    rows, models = rebuild(compressed_cards(), options)
     minutes = (datetime.datetime.now() - start).total_seconds() / 60
-    facts = (f"Command: `oar reproduce slim` ({minutes:.0f} min in all); {machine_description()}; "
-             f"{datetime.date.today().isoformat()}. Latency: median of batch-1 calls over the first {SINGLES} test "
-             f"examples; throughput: one test batch of 64. File sizes are the shipped weights files.")
     own = models.pop(entry["name"])
-    return {**own, "models": models, "results_name": "slim", "results_text": results_table(rows, facts)}
+    return {**own, "models": models, "results_name": "slim",
+            "results_text": results_table(rows, _facts("oar reproduce slim", minutes))}
+
+
+def main(argv=None):
+    """``python -m zoo.reproduce.slim --cards NAME [NAME ...]``: rebuild only the named compressed cards (e.g.
+    after the model they come from was retrained), rewrite their cards and print their rows of the table."""
+    import argparse
+    import types
+    from ..api import register_everything
+    from ..catalog import write_card
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--cards", nargs="+", required=True, help="compressed card names")
+    parser.add_argument("--output_root", default=os.path.join("outputs", "reproduce"),
+                        help="runs go to OUTPUT_ROOT/slim/<name> (a finished run there is reused)")
+    args = parser.parse_args(argv)
+    register_everything()
+    known = {entry["name"]: entry for entry in compressed_cards()}
+    unknown = sorted(set(args.cards) - set(known))
+    if unknown:
+        parser.error(f"not compressed cards: {', '.join(unknown)} (known: {', '.join(known)})")
+    options = types.SimpleNamespace(output_root=args.output_root, overrides=[], device=None, quiet=True,
+                                    dry_run=False)
+    start = datetime.datetime.now()
+    rows, models = rebuild([known[name] for name in args.cards], options)
+    for name, measured in models.items():
+        write_card({**known[name], **measured, "date": datetime.date.today().isoformat()})
+    minutes = (datetime.datetime.now() - start).total_seconds() / 60
+    command = "python -m zoo.reproduce.slim --cards " + " ".join(args.cards)
+    print(results_table(rows, _facts(command, minutes)))
+
+
+if __name__ == "__main__":
+    main()
