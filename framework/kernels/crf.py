@@ -25,6 +25,7 @@ import functools
 import numpy
 
 from .. import backend
+from . import cpu
 
 __all__ = ["crf_forward", "viterbi_decode", "underflow_floor"]
 
@@ -33,18 +34,31 @@ def crf_forward(emissions, lengths, start, trans):
     """Forward-algorithm log scores alpha (N, T, K); see the module docstring."""
     xp = backend.get_array_module(emissions)
     if xp is numpy:
+        if cpu.enabled():
+            from .cpu import crf as compiled
+            return compiled.crf_forward(emissions, lengths, start, trans)
         return _forward_numpy(emissions, lengths, start, trans)
     return _recursion_cupy(xp, emissions, lengths, start, trans, use_max=False)[0]
 
 
-def viterbi_decode(emissions, lengths, start, stop, trans):
+def viterbi_decode(emissions, lengths, start, stop, trans, allowed=None):
     """Best path of each sequence: (scores (N,), paths (N, T) int64, 0 at t >= lengths[n]).
 
     ``stop`` (K,) scores the last tag; the path score is the Viterbi alpha of
     the last step plus ``stop``. Ties go to the lowest tag, at every step and at
-    the end.
+    the end. ``allowed`` (K+2, K) bool, in the transition table's layout (start
+    row, stop row, then ``[from, to]``), constrains the paths to allowed first
+    tags, transitions and last tags (a row with no allowed path scores -inf).
+    On the CPU the compiled kernel (:mod:`framework.kernels.cpu.crf`) runs unless
+    ``OAR_KERNELS=numpy``.
     """
     xp = backend.get_array_module(emissions)
+    if xp is numpy and cpu.enabled():
+        from .cpu import crf as compiled
+        return compiled.viterbi_decode(emissions, lengths, start, stop, trans, allowed)
+    if allowed is not None:
+        start, stop, trans = (xp.where(mask, scores, -xp.inf).astype(emissions.dtype)
+                              for mask, scores in ((allowed[0], start), (allowed[1], stop), (allowed[2:], trans)))
     if xp is numpy:
         return _viterbi_numpy(emissions, lengths, start, stop, trans)
     alpha, backpointers = _recursion_cupy(xp, emissions, lengths, start, trans, use_max=True)

@@ -14,12 +14,16 @@ in ``framework.kernels`` and backward runs backpropagation through time there,
 from the gates cached in forward. Both kernels run the rows sorted by
 decreasing length and compute only the rows still running at each step, and
 :func:`dynamic_bigru` / :func:`dynamic_bilstm` run both directions of a layer
-in the same time loop.
+in the same time loop. On the CPU the compiled kernels of
+:mod:`framework.kernels.cpu.recurrent` run by default (``OAR_KERNELS=numpy``
+selects the NumPy ones): they read the projections batch-major and write the
+outputs in place, so no gathers are needed, and when no gradient is wanted
+(inference) nothing is kept for backward.
 """
 import numpy
 
 from .. import backend
-from ..kernels import gru as gru_kernel, lstm as lstm_kernel
+from ..kernels import cpu, gru as gru_kernel, lstm as lstm_kernel
 from ..tensor import Function, Tensor, OpError
 from .utils import check_float
 
@@ -210,6 +214,8 @@ class DynamicGRU(Function):
         xp, runs = self.xp, len(self.reverses)
         xs, weights, biases, h0s = (arrays[i * runs:(i + 1) * runs] for i in range(4))
         d = weights[0].shape[0]
+        if xp is numpy and cpu.enabled():
+            return self._forward_compiled(xs, weights, biases, h0s, d)
         seq = _SortedRuns(self.lengths, xs[0].shape[1], self.reverses)
         flat = xp.stack(weights).reshape(runs, -1)                                   # (S, 3D*D)
         w_ur, w_c = flat[:, :2 * d * d].reshape(runs, d, 2 * d), flat[:, 2 * d * d:].reshape(runs, d, d)
@@ -224,12 +230,33 @@ class DynamicGRU(Function):
         hidden = seq.from_runs(states, offset=1)                                     # S x (N, T, D)
         return (hidden[0] if runs == 1 else xp.concatenate(hidden, axis=-1), *seq.last(states))
 
+    def _forward_compiled(self, xs, weights, biases, h0s, d):
+        """The forward on the compiled CPU kernel; keeps what backward needs only when a gradient is wanted."""
+        from ..kernels.cpu import recurrent
+        runs, num_steps = len(self.reverses), xs[0].shape[1]
+        save = bool(self.needs_input_grad)
+        if save:
+            seq = _SortedRuns(self.lengths, num_steps, self.reverses)
+            order, active = seq.order, recurrent.active_counts(self.lengths, num_steps)
+        else:
+            order, active = recurrent.row_order(self.lengths, num_steps)
+        hidden, last, saved = recurrent.gru_forward(xs, biases, weights, h0s, self.lengths, self.reverses,
+                                                    self.origin_mode, order, active, save)
+        if save:
+            flat = numpy.stack(weights).reshape(runs, -1)                            # (S, 3D*D)
+            w_ur, w_c = flat[:, :2 * d * d].reshape(runs, d, 2 * d), flat[:, 2 * d * d:].reshape(runs, d, d)
+            self.saved = (seq, *saved, w_ur, w_c, [b.shape for b in biases])
+        return (hidden, *last)
+
     def backward(self, grad_hidden, *grad_last):
         xp = self.xp
         seq, states, ur, c, reset_h, w_ur, w_c, bias_shapes = self.saved
         runs, d = len(self.reverses), w_c.shape[-1]
         grad_states = seq.to_runs([grad_hidden[..., s * d:(s + 1) * d] for s in range(runs)])
-        grad_ur, grad_c, grad_w_ur, grad_w_c, grad_h0 = gru_kernel.gru_backward(
+        kernel = gru_kernel
+        if xp is numpy and cpu.enabled():
+            from ..kernels.cpu import recurrent as kernel
+        grad_ur, grad_c, grad_w_ur, grad_w_c, grad_h0 = kernel.gru_backward(
             states, ur, c, reset_h, seq.active, w_ur, w_c, grad_states, seq.sort_rows(xp.stack(grad_last)),
             self.origin_mode)
         grad_xs = [xp.concatenate([a, b], axis=-1) for a, b in zip(seq.from_runs(grad_ur), seq.from_runs(grad_c))]
@@ -251,6 +278,8 @@ class DynamicLSTM(Function):
     def forward(self, *arrays):
         xp, runs = self.xp, len(self.reverses)
         xs, weights, biases, h0s, c0s = (arrays[i * runs:(i + 1) * runs] for i in range(5))
+        if xp is numpy and cpu.enabled():
+            return self._forward_compiled(xs, weights, biases, h0s, c0s)
         seq = _SortedRuns(self.lengths, xs[0].shape[1], self.reverses)
         x = seq.to_runs(xs)                                                          # (T, S, N, 4D)
         x += xp.stack([b.reshape(-1) for b in biases])[:, None, :]
@@ -262,12 +291,31 @@ class DynamicLSTM(Function):
         return (outputs[0] if runs == 1 else xp.concatenate(outputs, axis=-1), *seq.last(hidden),
                 *seq.last(cells))
 
+    def _forward_compiled(self, xs, weights, biases, h0s, c0s):
+        """The forward on the compiled CPU kernel; keeps what backward needs only when a gradient is wanted."""
+        from ..kernels.cpu import recurrent
+        num_steps = xs[0].shape[1]
+        save = bool(self.needs_input_grad)
+        if save:
+            seq = _SortedRuns(self.lengths, num_steps, self.reverses)
+            order, active = seq.order, recurrent.active_counts(self.lengths, num_steps)
+        else:
+            order, active = recurrent.row_order(self.lengths, num_steps)
+        hidden, last_h, last_c, saved = recurrent.lstm_forward(xs, biases, weights, h0s, c0s, self.lengths,
+                                                               self.reverses, order, active, save)
+        if save:
+            self.saved = (seq, *saved, numpy.stack(weights), [b.shape for b in biases])
+        return (hidden, *last_h, *last_c)
+
     def backward(self, grad_hidden, *grad_last):
         xp = self.xp
         seq, hidden, cells, gates, tanh_c, weight, bias_shapes = self.saved
         runs, d = len(self.reverses), weight.shape[1]
         grad_states = seq.to_runs([grad_hidden[..., s * d:(s + 1) * d] for s in range(runs)])
-        grad_x, grad_w, grad_h0, grad_c0 = lstm_kernel.lstm_backward(
+        kernel = lstm_kernel
+        if xp is numpy and cpu.enabled():
+            from ..kernels.cpu import recurrent as kernel
+        grad_x, grad_w, grad_h0, grad_c0 = kernel.lstm_backward(
             hidden, cells, gates, tanh_c, seq.active, weight, grad_states,
             seq.sort_rows(xp.stack(grad_last[:runs])), seq.sort_rows(xp.stack(grad_last[runs:])))
         grad_biases = grad_x.sum(axis=(0, 2))                                        # (S, 4D)

@@ -1,0 +1,333 @@
+"""Compiled GRU and LSTM recursions, forward and backward (BPTT), one direction ("run") per kernel call.
+
+Same math and conventions as :mod:`framework.kernels.gru` and
+:mod:`framework.kernels.lstm` (Paddle's ``gru`` / ``lstm`` ops: GRU columns
+``[u | r | c]`` with the flat-buffer recurrent weight and ``origin_mode``, LSTM
+columns ``[candidate | input | forget | output]``), but each run is one call
+that walks every step with the state kept in a small buffer, its gate math
+fused into one pass per row:
+
+- The forward kernels read the projected input **batch-major**, x (N, T, G*D),
+  at position t of row n (or lengths[n]-1-t for a reverse run: the reverse
+  direction runs inside each sequence's own length) and write the hidden states
+  straight into their columns of the layer's output (N, T, S*D), 0 elsewhere: no
+  gathers in or out. Rows are visited in ``order`` (by decreasing length), so
+  the rows still running at step t are the first ``active[t]`` of the state
+  buffer, and the recurrent product is one :func:`~.compiler.gemm` over them
+  (BLAS from 4 rows, a register loop below, e.g. batch 1).
+- With ``save`` they also write what backward needs, time-major in row order,
+  exactly the arrays the NumPy kernels save (so either backward can follow
+  either forward): GRU states (T+1, S, N, D), activated [u | r] (T, S, N, 2D),
+  candidates and r * h_prev (T, S, N, D); LSTM hidden and cells (T+1, S, N, D),
+  activated gates (T, S, N, 4D) and tanh(c) (T, S, N, D).
+- The backward kernels run BPTT from the last step down with the gate
+  gradients fused per row and one or two GEMMs per step; the weight
+  gradients are GEMMs over all steps at once, done by the callers.
+
+All arrays are C-contiguous; float32 or float64 (each compiled once per dtype).
+"""
+import numpy
+
+from .compiler import gemm, kernel, sigmoid, tanh
+
+__all__ = ["gru_forward_run", "gru_backward_run", "lstm_forward_run", "lstm_backward_run"]
+
+
+@kernel()
+def gru_forward_run(x, bias, lengths, order, active, w_ur, w_c, h0, reverse, origin_mode, hidden, col, last,
+                    save, states, ur_out, c_out, rh_out, s):
+    """One GRU run. x (N, T, 3D) projected input, bias (3D,) (bias_hh), lengths/order (N,) int64, active (T,)
+    int64, w_ur (D, 2D), w_c (D, D), h0 (N, D) batch order; writes hidden[:, :, col:col+D] (N, T, W) and
+    last (N, D) (batch order), and with ``save`` run ``s`` of states/ur_out/c_out/rh_out (row order)."""
+    n_rows, d = order.shape[0], w_c.shape[0]
+    h = numpy.empty((n_rows, d), dtype=x.dtype)
+    for i in range(n_rows):
+        h[i] = h0[order[i]]
+    a = numpy.empty((n_rows, 2 * d), dtype=x.dtype)
+    rh = numpy.empty((n_rows, d), dtype=x.dtype)
+    ac = numpy.empty((n_rows, d), dtype=x.dtype)
+    for t in range(active.shape[0]):
+        m = active[t]
+        if m == 0:
+            break
+        gemm(m, h, w_ur, False, 0, a)                      # a[:m] = h_prev @ W_ur
+        for i in range(m):
+            n = order[i]
+            p = lengths[n] - 1 - t if reverse else t
+            xr = x[n, p]
+            for j in range(2 * d):
+                a[i, j] = sigmoid(xr[j] + bias[j] + a[i, j])           # [u | r]
+            for j in range(d):
+                rh[i, j] = a[i, d + j] * h[i, j]
+        gemm(m, rh, w_c, False, 0, ac)                     # ac[:m] = (r * h_prev) @ W_c
+        for i in range(m):
+            n = order[i]
+            p = lengths[n] - 1 - t if reverse else t
+            xr = x[n, p]
+            out = hidden[n, p]
+            for j in range(d):
+                c = tanh(xr[2 * d + j] + bias[2 * d + j] + ac[i, j])
+                u, hp = a[i, j], h[i, j]
+                hn = c + u * (hp - c) if origin_mode else hp + u * (c - hp)
+                h[i, j] = hn
+                out[col + j] = hn
+                ac[i, j] = c
+            if save:
+                for j in range(d):
+                    states[t + 1, s, i, j] = h[i, j]
+                    c_out[t, s, i, j] = ac[i, j]
+                    rh_out[t, s, i, j] = rh[i, j]
+                for j in range(2 * d):
+                    ur_out[t, s, i, j] = a[i, j]
+    for i in range(n_rows):
+        last[order[i]] = h[i]
+
+
+@kernel()
+def gru_backward_run(states, ur, c, active, w_ur, w_c, grad_states, origin_mode, grad_ur, grad_c, grad_h, s):
+    """BPTT of run ``s``: states, ur, c as saved (row order), w_ur (D, 2D), w_c (D, D), grad_states (T, S, N, D);
+    writes grad_ur (T, S, N, 2D) and grad_c (T, S, N, D) on active rows, and turns grad_h (N, D) from dL/d(last
+    states) into dL/dh0 (all row order)."""
+    d = w_c.shape[0]
+    n_rows = grad_h.shape[0]
+    grh = numpy.empty((n_rows, d), dtype=grad_h.dtype)
+    for t in range(active.shape[0] - 1, -1, -1):
+        m = active[t]
+        if m == 0:
+            continue
+        for i in range(m):
+            for j in range(d):
+                g = grad_h[i, j] + grad_states[t, s, i, j]
+                u, cc, hp = ur[t, s, i, j], c[t, s, i, j], states[t, s, i, j]
+                du = u * (1 - u)
+                dc = 1 - cc * cc
+                if origin_mode:
+                    grad_ur[t, s, i, j] = g * (hp - cc) * du
+                    grad_c[t, s, i, j] = g * (1 - u) * dc
+                    grad_h[i, j] = g * u
+                else:
+                    grad_ur[t, s, i, j] = g * (cc - hp) * du
+                    grad_c[t, s, i, j] = g * u * dc
+                    grad_h[i, j] = g * (1 - u)
+        gemm(m, grad_c[t, s], w_c, True, 0, grh)          # dL/d(r * h_prev)
+        for i in range(m):
+            for j in range(d):
+                r, hp = ur[t, s, i, d + j], states[t, s, i, j]
+                grad_ur[t, s, i, d + j] = grh[i, j] * hp * r * (1 - r)
+                grad_h[i, j] += grh[i, j] * r
+        gemm(m, grad_ur[t, s], w_ur, True, 1, grad_h)     # += d[u | r] @ W_ur^T
+
+
+@kernel()
+def lstm_forward_run(x, bias, lengths, order, active, w, h0, c0, reverse, hidden, col, last_h, last_c,
+                     save, hidden_out, cells_out, gates_out, tanh_out, s):
+    """One LSTM run. x (N, T, 4D), bias (4D,), lengths/order (N,), active (T,), w (D, 4D), h0/c0 (N, D) batch
+    order; writes hidden[:, :, col:col+D], last_h/last_c (N, D), and with ``save`` run ``s`` of
+    hidden_out/cells_out (T+1, S, N, D), gates_out (T, S, N, 4D), tanh_out (T, S, N, D) (row order)."""
+    n_rows, d = order.shape[0], w.shape[0]
+    h = numpy.empty((n_rows, d), dtype=x.dtype)
+    cs = numpy.empty((n_rows, d), dtype=x.dtype)
+    for i in range(n_rows):
+        h[i] = h0[order[i]]
+        cs[i] = c0[order[i]]
+    a = numpy.empty((n_rows, 4 * d), dtype=x.dtype)
+    for t in range(active.shape[0]):
+        m = active[t]
+        if m == 0:
+            break
+        gemm(m, h, w, False, 0, a)                         # a[:m] = h_prev @ W
+        for i in range(m):
+            n = order[i]
+            p = lengths[n] - 1 - t if reverse else t
+            xr = x[n, p]
+            out = hidden[n, p]
+            for j in range(d):
+                cand = tanh(xr[j] + bias[j] + a[i, j])
+                ig = sigmoid(xr[d + j] + bias[d + j] + a[i, d + j])
+                fg = sigmoid(xr[2 * d + j] + bias[2 * d + j] + a[i, 2 * d + j])
+                og = sigmoid(xr[3 * d + j] + bias[3 * d + j] + a[i, 3 * d + j])
+                cn = fg * cs[i, j] + ig * cand
+                tc = tanh(cn)
+                hn = og * tc
+                cs[i, j] = cn
+                h[i, j] = hn
+                out[col + j] = hn
+                a[i, j], a[i, d + j], a[i, 2 * d + j], a[i, 3 * d + j] = cand, ig, fg, og
+                if save:
+                    tanh_out[t, s, i, j] = tc
+            if save:
+                for j in range(d):
+                    hidden_out[t + 1, s, i, j] = h[i, j]
+                    cells_out[t + 1, s, i, j] = cs[i, j]
+                for j in range(4 * d):
+                    gates_out[t, s, i, j] = a[i, j]
+    for i in range(n_rows):
+        last_h[order[i]] = h[i]
+        last_c[order[i]] = cs[i]
+
+
+@kernel()
+def lstm_backward_run(cells, gates, tanh_c, active, w, grad_states, grad_x, grad_h, grad_c, s):
+    """BPTT of run ``s``: cells (T+1, S, N, D), gates (T, S, N, 4D), tanh_c (T, S, N, D) as saved, w (D, 4D),
+    grad_states (T, S, N, D); writes grad_x (T, S, N, 4D) on active rows and turns grad_h, grad_c (N, D) from
+    dL/d(last states) into dL/d(h0, c0) (row order)."""
+    d = w.shape[0]
+    for t in range(active.shape[0] - 1, -1, -1):
+        m = active[t]
+        if m == 0:
+            continue
+        for i in range(m):
+            g = gates[t, s, i]
+            gx = grad_x[t, s, i]
+            for j in range(d):
+                gh = grad_h[i, j] + grad_states[t, s, i, j]
+                cand, ig, fg, og = g[j], g[d + j], g[2 * d + j], g[3 * d + j]
+                tc = tanh_c[t, s, i, j]
+                gx[3 * d + j] = gh * og * (1 - og) * tc
+                gc = grad_c[i, j] + gh * og * (1 - tc * tc)
+                gx[j] = gc * ig * (1 - cand * cand)
+                gx[d + j] = gc * ig * (1 - ig) * cand
+                gx[2 * d + j] = gc * fg * (1 - fg) * cells[t, s, i, j]
+                grad_c[i, j] = gc * fg
+        gemm(m, grad_x[t, s], w, True, 0, grad_h)          # dL/dh_prev = gates' grads @ W^T
+
+
+# ---- callers ----------------------------------------------------------------------------------------------------
+
+def row_order(lengths, num_steps):
+    """(order, active): rows by decreasing length (stable) and the count of rows running at each step, int64."""
+    order = numpy.argsort(-lengths, kind="stable")
+    return order, active_counts(lengths, num_steps)
+
+
+def active_counts(lengths, num_steps):
+    """(T,) int64: how many of ``lengths`` exceed t, for t < num_steps."""
+    ends = numpy.bincount(lengths, minlength=num_steps + 1)[:num_steps]
+    return (len(lengths) - numpy.cumsum(ends)).astype(numpy.int64)
+
+
+def _each_run(fn, runs):
+    """fn(s) for every run s, the runs spread over the CPU threads (one direction each) when there are several."""
+    from ... import parallel
+    if runs > 1 and parallel.num_threads() > 1:
+        parallel.run_chunks(lambda start, stop: [fn(s) for s in range(start, stop)], runs,
+                            elements_per_index=parallel.MIN_CHUNK_ELEMENTS)
+    else:
+        for s in range(runs):
+            fn(s)
+
+
+def _dummy(dtype):
+    return numpy.zeros((1, 1, 1, 1), dtype=dtype)
+
+
+def gru_forward(xs, biases, weights, h0s, lengths, reverses, origin_mode, order, active, save):
+    """S GRU runs over one padded batch.
+
+    xs: S arrays (N, T, 3D); biases: S arrays of 3D values; weights: S (D, 3D) (flat-buffer layout); h0s: S
+    (N, D) (batch order); lengths (N,) int64; reverses: S bools; order/active from :func:`row_order`.
+    Returns (hidden (N, T, S*D), last (S, N, D) batch order, saved): saved is (states, ur, c, reset_h) as
+    :func:`framework.kernels.gru.gru_forward` returns them (row order) when ``save``, else None.
+    """
+    runs = len(xs)
+    n, num_steps, width = xs[0].shape
+    d = width // 3
+    dtype = xs[0].dtype
+    hidden = numpy.zeros((n, num_steps, runs * d), dtype=dtype)
+    last = numpy.empty((runs, n, d), dtype=dtype)
+    if save:
+        states = numpy.zeros((num_steps + 1, runs, n, d), dtype=dtype)
+        for s in range(runs):
+            states[0, s] = h0s[s][order]
+        ur = numpy.zeros((num_steps, runs, n, 2 * d), dtype=dtype)
+        c = numpy.zeros((num_steps, runs, n, d), dtype=dtype)
+        reset_h = numpy.zeros((num_steps, runs, n, d), dtype=dtype)
+    else:
+        states = ur = c = reset_h = _dummy(dtype)
+    lengths = numpy.ascontiguousarray(lengths, dtype=numpy.int64)
+
+    def one(s):
+        flat = numpy.ascontiguousarray(weights[s]).reshape(-1)
+        gru_forward_run(numpy.ascontiguousarray(xs[s]), numpy.ascontiguousarray(biases[s]).reshape(-1), lengths,
+                        order, active, flat[:2 * d * d].reshape(d, 2 * d), flat[2 * d * d:].reshape(d, d),
+                        numpy.ascontiguousarray(h0s[s]), bool(reverses[s]), bool(origin_mode), hidden, s * d,
+                        last[s], bool(save), states, ur, c, reset_h, s)
+    _each_run(one, runs)
+    return hidden, last, ((states, ur, c, reset_h) if save else None)
+
+
+def gru_backward(states, ur, c, reset_h, active, w_ur, w_c, grad_states, grad_last, origin_mode=False):
+    """:func:`framework.kernels.gru.gru_backward`, compiled: same arguments (row order), same results."""
+    num_steps, runs, n, d = c.shape
+    grad_ur = numpy.zeros(ur.shape, dtype=ur.dtype)
+    grad_c = numpy.zeros(c.shape, dtype=c.dtype)
+    grad_h = numpy.array(grad_last, dtype=c.dtype, order="C")
+    grad_states = numpy.ascontiguousarray(grad_states)
+    active = numpy.asarray(active, dtype=numpy.int64)
+
+    def one(s):
+        gru_backward_run(states, ur, c, active, numpy.ascontiguousarray(w_ur[s]), numpy.ascontiguousarray(w_c[s]),
+                         grad_states, bool(origin_mode), grad_ur, grad_c, grad_h[s], s)
+    _each_run(one, runs)
+    grad_w_ur = _over_time(states[:-1], grad_ur)
+    grad_w_c = _over_time(reset_h, grad_c)
+    return grad_ur, grad_c, grad_w_ur, grad_w_c, grad_h
+
+
+def _over_time(a, b):
+    """sum over steps and rows of a^T b per run: a (T, S, N, F), b (T, S, N, G) -> (S, F, G), one GEMM per run."""
+    num_steps, runs, n = a.shape[:3]
+    if runs == 1:
+        return (a.reshape(-1, a.shape[-1]).T @ b.reshape(-1, b.shape[-1]))[None]
+    return numpy.stack([a[:, s].reshape(-1, a.shape[-1]).T @ b[:, s].reshape(-1, b.shape[-1]) for s in range(runs)])
+
+
+def lstm_forward(xs, biases, weights, h0s, c0s, lengths, reverses, order, active, save):
+    """S LSTM runs over one padded batch.
+
+    xs: S arrays (N, T, 4D); biases: S arrays of 4D values; weights: S (D, 4D); h0s, c0s: S (N, D) (batch
+    order); lengths (N,) int64; reverses: S bools; order/active from :func:`row_order`. Returns (hidden
+    (N, T, S*D), last_h (S, N, D), last_c (S, N, D), saved): saved is (hidden, cells, gates, tanh_c) as
+    :func:`framework.kernels.lstm.lstm_forward` returns them (row order) when ``save``, else None.
+    """
+    runs = len(xs)
+    n, num_steps, width = xs[0].shape
+    d = width // 4
+    dtype = xs[0].dtype
+    hidden = numpy.zeros((n, num_steps, runs * d), dtype=dtype)
+    last_h = numpy.empty((runs, n, d), dtype=dtype)
+    last_c = numpy.empty((runs, n, d), dtype=dtype)
+    if save:
+        hidden_s = numpy.zeros((num_steps + 1, runs, n, d), dtype=dtype)
+        cells = numpy.zeros((num_steps + 1, runs, n, d), dtype=dtype)
+        for s in range(runs):
+            hidden_s[0, s], cells[0, s] = h0s[s][order], c0s[s][order]
+        gates = numpy.zeros((num_steps, runs, n, 4 * d), dtype=dtype)
+        tanh_c = numpy.zeros((num_steps, runs, n, d), dtype=dtype)
+    else:
+        hidden_s = cells = gates = tanh_c = _dummy(dtype)
+    lengths = numpy.ascontiguousarray(lengths, dtype=numpy.int64)
+
+    def one(s):
+        lstm_forward_run(numpy.ascontiguousarray(xs[s]), numpy.ascontiguousarray(biases[s]).reshape(-1), lengths,
+                         order, active, numpy.ascontiguousarray(weights[s]), numpy.ascontiguousarray(h0s[s]),
+                         numpy.ascontiguousarray(c0s[s]), bool(reverses[s]), hidden, s * d, last_h[s], last_c[s],
+                         bool(save), hidden_s, cells, gates, tanh_c, s)
+    _each_run(one, runs)
+    return hidden, last_h, last_c, ((hidden_s, cells, gates, tanh_c) if save else None)
+
+
+def lstm_backward(hidden, cells, gates, tanh_c, active, w, grad_states, grad_last_h, grad_last_c):
+    """:func:`framework.kernels.lstm.lstm_backward`, compiled: same arguments (row order), same results."""
+    num_steps, runs, n, width = gates.shape
+    grad_x = numpy.zeros(gates.shape, dtype=gates.dtype)
+    grad_h = numpy.array(grad_last_h, dtype=gates.dtype, order="C")
+    grad_c = numpy.array(grad_last_c, dtype=gates.dtype, order="C")
+    grad_states = numpy.ascontiguousarray(grad_states)
+    active = numpy.asarray(active, dtype=numpy.int64)
+
+    def one(s):
+        lstm_backward_run(cells, gates, tanh_c, active, numpy.ascontiguousarray(w[s]), grad_states, grad_x,
+                          grad_h[s], grad_c[s], s)
+    _each_run(one, runs)
+    return grad_x, _over_time(hidden[:-1], grad_x), grad_h, grad_c
