@@ -3,13 +3,15 @@
 - ``read_lines`` yields one input per line of a file or of stdin (``-``), blank
   lines included, decoded with the given encoding; a byte that does not decode
   is an ``InputError`` naming the file, the line and the byte offset.
-- ``predict_in_order`` predicts in batches grouped by length (short texts with
-  short texts, so padding stays small) and yields one result per input, in
-  input order; a blank input gets an empty result without reaching the model.
+- ``predict_in_order`` predicts through the task's one batching path
+  (``Task.predict_iter``: batches grouped by length, bounded memory) and yields
+  one result per input, in input order; a blank input gets an empty result
+  without reaching the model.
 - ``result_writer`` prints one line per result, readable or ``--json`` (one
   object that echoes the input), to stdout or to ``--output`` (written whole,
   then renamed into place).
 """
+import collections
 import contextlib
 import json
 import os
@@ -19,9 +21,7 @@ from framework.errors import InputError
 from framework.progress import progress_bar
 from framework.serialization import atomic_write
 
-__all__ = ["read_lines", "count_lines", "predict_in_order", "format_result", "result_writer", "WINDOW_BATCHES"]
-
-WINDOW_BATCHES = 32   # inputs are sorted by length within windows of this many batches (bounded memory on stdin)
+__all__ = ["read_lines", "count_lines", "predict_in_order", "format_result", "result_writer"]
 
 
 def _is_ascii_compatible(encoding):
@@ -93,51 +93,65 @@ def _decoded_lines(stream, name, encoding, ascii_compatible):
             stream.close()
 
 
-def _chunks(iterable, size):
-    chunk = []
-    for item in iterable:
-        chunk.append(item)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
+def _is_blank(item):
+    return isinstance(item, str) and not item.strip()
 
 
-def predict_in_order(task, inputs, batch_size=64, sort_by_length=True, total=None, where=None, **options):
+def predict_in_order(task, inputs, batch_size=64, total=None, where=None, **options):
     """Yield ``(input, result)`` for every input, in input order.
 
-    ``inputs`` is any iterable (a stdin stream too); within windows of
-    ``WINDOW_BATCHES * batch_size`` inputs the non-blank ones are sorted by
-    length and predicted ``batch_size`` at a time with ``task.predict(batch,
-    **options)``. A blank text input yields ``{}``. A progress bar on stderr
-    counts the inputs (``total`` when known). An ``InputError`` about one input
-    of a batch is restated with ``where(n)``, the description of input ``n``
+    ``inputs`` is any iterable (a stdin stream too). The non-blank ones go
+    through the task's one batching path, ``task.predict_iter(inputs,
+    batch_size, **options)`` (sorted by length within windows, bounded memory);
+    a blank text input yields ``{}`` without reaching the model. A progress bar
+    on stderr counts the inputs (``total`` when known). An ``InputError`` about
+    one input is restated with ``where(n)``, the description of input ``n``
     (1-based, e.g. ``reviews.txt, line 7``).
     """
     if batch_size < 1:
         raise InputError(f"--batch_size must be at least 1, got {batch_size}")
     where = where or (lambda number: f"input {number}")
-    start = 0
+    pending = collections.deque()            # (position, input, blank) read by the model's stream, not yet answered
+    answered = 0                             # non-blank inputs answered so far
+
+    def non_blank():
+        for position, item in enumerate(inputs):
+            blank = _is_blank(item)
+            pending.append((position, item, blank))
+            if not blank:
+                yield item
+
+    def position_of(index):
+        """The position in ``inputs`` of the ``index``-th non-blank input (0-based), one still pending."""
+        rank = index - answered
+        for position, _, blank in pending:
+            if not blank:
+                if rank == 0:
+                    return position
+                rank -= 1
+
     with progress_bar(total=total, desc="predicting", unit="input") as bar:
-        for window in _chunks(inputs, WINDOW_BATCHES * batch_size):
-            results = [{} for _ in window]
-            todo = [i for i, item in enumerate(window) if not (isinstance(item, str) and not item.strip())]
-            if sort_by_length:
-                todo.sort(key=lambda i: len(window[i]))
-            for batch in _chunks(todo, batch_size):
-                try:
-                    predictions = task.predict([window[i] for i in batch], **options)
-                except InputError as err:
-                    if err.index is None or not 0 <= err.index < len(batch):
-                        raise
-                    raise err.located(where(start + batch[err.index] + 1)) from None
-                for i, result in zip(batch, predictions):
-                    results[i] = result
-                bar.update(len(batch))
-            bar.update(len(window) - len(todo))
-            start += len(window)
-            yield from zip(window, results)
+        results = task.predict_iter(non_blank(), batch_size, **options)
+        while True:
+            try:
+                result = next(results)
+            except StopIteration:
+                break
+            except InputError as err:
+                if err.index is None:
+                    raise
+                raise err.located(where(position_of(err.index) + 1)) from None
+            while pending[0][2]:
+                _, item, _ = pending.popleft()
+                yield item, {}
+                bar.update(1)
+            _, item, _ = pending.popleft()
+            answered += 1
+            yield item, result
+            bar.update(1)
+        for _, item, _ in pending:           # blank lines after the last non-blank one
+            yield item, {}
+        bar.update(len(pending))
 
 
 def _format_topk(pairs):

@@ -13,6 +13,7 @@ returns the config overrides that make a task built from the config read those
 copies (``{"task.vocab": "<directory>/vocab.txt"}``), so a run directory holds
 everything inference needs (:func:`framework.engine.runner.train`).
 """
+import functools
 import numbers
 import os
 import shutil
@@ -22,6 +23,7 @@ import numpy
 from ..errors import InputError
 from ..serialization import atomic_path
 from ..tensor import Tensor, no_grad, to_tensor
+from .batching import predict_stream
 
 __all__ = ["Task", "RankedPrediction", "check_top_k", "InputTypeError", "to_tensors", "batch_size_of", "copy_asset"]
 
@@ -91,6 +93,9 @@ class Task:
     model = None
     device = None
     dynamic_axes = None
+    predict_batch_size = 64     # raw inputs per model call of predict
+    max_batch_tokens = None     # most padded positions per model call (None: no bound), with input_length
+    input_length = None         # ``input_length(raw input) -> int`` sorts predict's inputs (None: input order)
 
     def loss(self, batch):
         raise NotImplementedError
@@ -98,14 +103,27 @@ class Task:
     def predict_batch(self, batch):
         raise NotImplementedError
 
-    def predict(self, inputs):
-        """A batch dict -> model outputs (``predict_batch``); a list of raw inputs -> list of dicts."""
+    def predict(self, inputs, batch_size=None):
+        """A batch dict -> model outputs (``predict_batch``); any iterable of raw inputs -> a list of plain dicts,
+        one per input, in input order (run ``batch_size`` at a time, see :meth:`predict_iter`)."""
         if isinstance(inputs, dict):
             return self.predict_batch(inputs)
-        if isinstance(inputs, (str, bytes)) or not hasattr(inputs, "__iter__"):
-            raise InputTypeError(f"{type(self).__name__}.predict takes a list of inputs, "
+        return list(self.predict_iter(inputs, batch_size))
+
+    def predict_iter(self, inputs, batch_size=None, **options):
+        """Yield one result dict per raw input of ``inputs`` (any iterable: list, tuple, generator, NumPy array),
+        in input order, as batches finish (:func:`framework.engine.batching.predict_stream`).
+
+        Inputs are read a window at a time, sorted by :meth:`input_length` inside it and run ``batch_size``
+        at a time (None: the task's ``predict_batch_size``) through :meth:`predict_raw` with ``options``, so
+        memory depends on the batch, not on the number of inputs. An error about one input names its position.
+        """
+        if isinstance(inputs, (str, bytes, os.PathLike, dict)) or not hasattr(inputs, "__iter__"):
+            raise InputTypeError(f"{type(self).__name__}.predict takes a list of inputs (or any iterable of them), "
                                  f"got {type(inputs).__name__}")
-        return self.predict_raw(inputs, self.device)
+        return predict_stream(functools.partial(self.predict_raw, device=self.device, **options), inputs,
+                              self.predict_batch_size if batch_size is None else batch_size,
+                              length=self.input_length, max_tokens=self.max_batch_tokens)
 
     def metrics(self):
         return []
@@ -133,7 +151,7 @@ class Task:
         raise NotImplementedError(f"{type(self).__name__} does not format outputs")
 
     def predict_raw(self, inputs, device=None):
-        """Raw inputs (a list) -> a list of plain dicts, one per input."""
+        """One batch of raw inputs (a list) -> a list of plain dicts, one per input."""
         self.model.eval()
         with no_grad():
             outputs = self.predict_batch(to_tensors(self.preprocess(list(inputs)), device))
@@ -158,21 +176,20 @@ class RankedPrediction:
 
     top_k = None
 
-    def predict(self, inputs, top_k=None):
-        """A batch dict -> model outputs; a list of raw inputs -> one result dict per input, best first.
+    def predict(self, inputs, top_k=None, batch_size=None):
+        """A batch dict -> model outputs; any iterable of raw inputs -> one result dict per input, best first
+        (:meth:`Task.predict_iter`).
 
         ``top_k``: classes listed (per list); None takes the task's default, else an integer >= 1 (more than
         the classes lists them all). Anything else raises :class:`~framework.errors.InputError`.
         """
         if isinstance(inputs, dict):
             return self.predict_batch(inputs)
-        top_k = check_top_k(top_k, f"{type(self).__name__}.predict")
-        if isinstance(inputs, (str, bytes, os.PathLike)) or not hasattr(inputs, "__iter__"):
-            return super().predict(inputs)          # one path, not a list: the base class's error
-        return self.predict_raw(inputs, self.device, top_k)
+        return list(self.predict_iter(inputs, batch_size, top_k=check_top_k(top_k, f"{type(self).__name__}.predict")))
 
     def predict_raw(self, inputs, device=None, top_k=None):
-        """Raw inputs (a list) -> a list of result dicts with ``top_k`` classes (None: the task's default)."""
+        """One batch of raw inputs (a list) -> a list of result dicts with ``top_k`` classes (None: the task's
+        default)."""
         inputs = list(inputs)
         if not inputs:
             return []

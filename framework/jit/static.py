@@ -6,7 +6,20 @@ A :class:`StaticLayer` wraps a layer. In training mode it calls the layer
 axis that is not dynamic — traces a program on that call's inputs; later calls
 of that signature replay it, whatever their dynamic sizes. A layer the trace
 refuses (a :class:`~framework.jit.TraceError`) runs eagerly for that signature,
-and ``fallbacks`` keeps the reason. Outputs are Tensors (without gradient) in
+and ``fallbacks`` keeps the reason.
+
+**A small example.** The trace never runs on the caller's whole batch: the
+inputs are cut to their first ``EXAMPLE_ROWS`` rows along the batch axes (the
+dynamic axes that are axis 0 of an input), since the dynamic axes make the
+program serve every batch size. So a first call costs a few small forward
+passes, whatever its batch; the sequence axes keep their size (lengths held in
+other inputs refer to them).
+
+**On disk.** With ``cache_dir``, a program traced for a signature is also kept
+there (:mod:`framework.jit.cache`: keyed by the weights' sha256, the signature,
+the passes and oar's version) and the next process loads it instead of
+tracing; a cached program that does not load back is traced again with a
+warning. Outputs are Tensors (without gradient) in
 the layer's output structure; any other attribute is the wrapped layer's.
 
 A program holds the weights it was traced with (folded batch norms are copies):
@@ -15,11 +28,15 @@ and after changing weights some other way call :meth:`StaticLayer.retrace`.
 """
 import functools
 
+from .. import backend
 from ..nn.layer import Layer
 from ..tensor import Tensor
+from .cache import entry_path, load_entry, state_digest, store_entry
 from .trace import DEFAULT_PASSES, TraceError, _input_names, _is_array, input_leaves, positional_names, trace
 
-__all__ = ["to_static", "StaticLayer"]
+__all__ = ["to_static", "StaticLayer", "EXAMPLE_ROWS"]
+
+EXAMPLE_ROWS = 2        # rows of the caller's batch a new signature is traced on
 
 
 def _to_tensors(tree):
@@ -41,12 +58,13 @@ class StaticLayer:
             (None: axis 0 of every input).
         passes: the graph passes of each trace.
         forward: the eager function to trace and fall back to (default: calling ``layer``).
+        cache_dir: a folder that keeps traced programs across processes (None: memory only).
     """
 
-    def __init__(self, layer, dynamic_axes=None, passes=DEFAULT_PASSES, forward=None):
+    def __init__(self, layer, dynamic_axes=None, passes=DEFAULT_PASSES, forward=None, cache_dir=None):
         self.__dict__.update(layer=layer, dynamic_axes=dynamic_axes, passes=tuple(passes),
                              _forward=forward or layer, _parameters=positional_names(forward or layer.forward),
-                             programs={}, fallbacks={})
+                             cache_dir=cache_dir, programs={}, fallbacks={}, _weights_digest=None)
 
     def _signature(self, args, kwargs):
         """The cache key of a call and its named inputs and input arrays (``name`` or ``name.i`` for a list
@@ -78,14 +96,42 @@ class StaticLayer:
             return self._forward(*args, **kwargs)
         program = self.programs.get(key)
         if program is None:
-            example = {name: value for name, value, _ in named}
             try:
-                program = trace(self.layer, example, self._axes(example), self.passes, forward=self._forward)
+                program = self._program(key, named, leaves)
             except TraceError as err:
                 self.fallbacks[key] = str(err)
                 return self._forward(*args, **kwargs)
             self.programs[key] = program
         return _to_tensors(program(**dict(leaves)))
+
+    def _program(self, key, named, leaves):
+        """The program of signature ``key``: from ``cache_dir`` when it holds it, else traced on a small
+        example cut from the call's inputs (and stored there)."""
+        path = None
+        if self.cache_dir is not None:
+            if self._weights_digest is None:
+                self.__dict__["_weights_digest"] = state_digest(self.layer)
+            path = entry_path(self.cache_dir, self._weights_digest, key, self.passes)
+            arrays = [value.data if isinstance(value, Tensor) else value for _, value in leaves]
+            program = load_entry(path, backend.device_of(arrays[0]) if arrays else "cpu")
+            if program is not None:
+                return program
+        batch = {self._axes_of(name).get(0) for name, _ in leaves} - {None}
+        example = {name: self._cut(name, value, batch) for name, value, _ in named}
+        program = trace(self.layer, example, self._axes(example), self.passes, forward=self._forward)
+        if path is not None:
+            store_entry(program, path)
+        return program
+
+    def _cut(self, name, value, batch):
+        """``value`` (an input, or a list of them) cut to its first ``EXAMPLE_ROWS`` rows along every axis whose
+        symbol is in ``batch``."""
+        if isinstance(value, (list, tuple)):
+            return type(value)(self._cut(f"{name}.{i}", v, batch) for i, v in enumerate(value))
+        array = value.data if isinstance(value, Tensor) else value
+        axes = {axis % array.ndim for axis, symbol in self._axes_of(name).items()
+                if symbol in batch and -array.ndim <= axis < array.ndim}
+        return array[tuple(slice(0, EXAMPLE_ROWS) if axis in axes else slice(None) for axis in range(array.ndim))]
 
     def _axes(self, inputs):
         if self.dynamic_axes is None:
@@ -114,6 +160,7 @@ class StaticLayer:
         """Forget every traced program (the next calls trace again, e.g. after the weights changed)."""
         self.programs.clear()
         self.fallbacks.clear()
+        self.__dict__["_weights_digest"] = None
 
     # ---- the wrapped layer --------------------------------------------------------------------------------
     def __getattr__(self, name):
@@ -167,13 +214,14 @@ class _StaticForward:
         return static
 
 
-def to_static(target=None, *, dynamic_axes=None, passes=DEFAULT_PASSES):
-    """A :class:`StaticLayer` for a layer, or, on a Layer's ``forward`` (``@to_static`` or
-    ``@to_static(dynamic_axes=...)``), a forward that runs through traced programs in eval mode."""
+def to_static(target=None, *, dynamic_axes=None, passes=DEFAULT_PASSES, cache_dir=None):
+    """A :class:`StaticLayer` for a layer (its programs kept in ``cache_dir`` too, when given), or, on a
+    Layer's ``forward`` (``@to_static`` or ``@to_static(dynamic_axes=...)``), a forward that runs through
+    traced programs in eval mode."""
     if target is None:
         return lambda t: to_static(t, dynamic_axes=dynamic_axes, passes=passes)
     if isinstance(target, Layer):
-        return StaticLayer(target, dynamic_axes, passes)
+        return StaticLayer(target, dynamic_axes, passes, cache_dir=cache_dir)
     if callable(target):
         return _StaticForward(target, dynamic_axes, passes)
     raise TypeError(f"to_static takes a Layer or a forward function, got {type(target).__name__}")

@@ -13,26 +13,34 @@ words with LAC's rules (``Model.parse_result``):
   ``S``; any other character (``-I``, ``O``) joins the previous word;
 - a word's label is its *last* character's tag without its two-character
   suffix (``"n-I"`` -> ``"n"``; ``"O"`` -> ``""``);
-- **whitespace is never part of a word** (our rule; :func:`group_words`): a
-  whitespace character (``str.isspace``: spaces, tabs, the ideographic space
-  U+3000 …) ends the word before it and is left out of the output, and the next
-  character starts a new word whatever its tag. So no word is empty or holds a
-  space, ``" ".join(f"{w}/{t}" …)`` always splits back, and the words joined
-  give the text without its whitespace.
+- **whitespace**, two rules (``whitespace=``, the task's default or per
+  ``predict`` call; :func:`group_words`):
+
+  - ``"split"`` (trained models, and the ``word/TAG`` text output of ``oar
+    run``): whitespace is never part of a word. A whitespace character
+    (``str.isspace``: spaces, tabs, the ideographic space U+3000 …) ends the
+    word before it and is left out of the output, and the next character starts
+    a new word whatever its tag. So no word is empty or holds a space,
+    ``" ".join(f"{w}/{t}" …)`` always splits back, and the words joined give
+    the text without its whitespace.
+  - ``"official"`` (the official model's default): whitespace is grouped like
+    any other character, exactly as Baidu's LAC 2.1.2 returns it.
 
 Whitespace and the official LAC: Baidu's LAC 2.1.2 (``LAC/models.py``,
 ``Model.parse_result``) has no whitespace rule. A space is an ordinary
 character of its vocabulary (``word.dic`` id 0), tagged by the network like any
 other, then grouped by the rule above, so it comes out as a word of its own
-(``" "``) or inside a word (``"New York"``); its command line only strips the
-ends of each line. We feed the text to the model unchanged, spaces included, so
-every other character gets the tag the official model gives it and positions
-(the user dictionary's matches) stay those of the input; only the grouping
-drops the whitespace.
+(``" "``/w), inside a word (``"Apple Watch Series 9"``, ``"GPU  显卡  "``) or
+with an odd tag (an empty one, from ``O``). We feed the text to the model
+unchanged, spaces included, so every character gets the tag the official model
+gives it and positions (the user dictionary's matches) stay those of the
+input; only the ``"split"`` grouping drops the whitespace.
 
-Raw inputs (``task.predict(list)``, i.e. :meth:`LexicalAnalysis.predict_raw`): a
-list of str, answered with ``[{"words": [...], "tags": [...]}]`` in input order. Texts are sorted by
-length and run ``batch_size`` at a time. An empty or whitespace-only string gives empty lists;
+Raw inputs (``task.predict(iterable)``, one batch at a time through
+:meth:`LexicalAnalysis.predict_raw`): str, answered with ``[{"words": [...],
+"tags": [...]}]`` in input order. Texts are sorted by length and run
+``batch_size`` at a time (:meth:`framework.engine.Task.predict_iter`). An empty
+string gives empty lists, and so does a whitespace-only one under ``"split"``;
 any other string is tagged as the official LAC does (a space is a character of
 the vocabulary) and grouped as above. A text longer than
 ``max_chunk_len`` characters is cut into chunks of at most that length, after
@@ -78,7 +86,9 @@ import numpy
 from framework import Tensor, backend, no_grad, to_tensor
 from framework.config import ConfigError
 from framework.engine import Task
+from framework.engine.batching import length_batches, text_length
 from framework.engine.task import InputTypeError, copy_asset, to_tensors
+from framework.errors import InputError
 from framework.engine.metrics import to_numpy
 from framework.io import SequenceCollator
 from framework.nn import functional as F
@@ -102,14 +112,24 @@ __all__ = ["LexicalAnalysis", "TaggingCollator", "group_words", "load_official",
 _WHITESPACE = re.compile(r"\s")
 
 
-def _word_spans(text, opens):
+WHITESPACE_RULES = ("split", "official")
+
+
+def _check_whitespace(rule, who):
+    if rule not in WHITESPACE_RULES:
+        raise InputError(f"{who}: whitespace must be one of {', '.join(map(repr, WHITESPACE_RULES))}, got {rule!r}")
+    return rule
+
+
+def _word_spans(text, opens, whitespace="split"):
     """(begins, ends) int64 (W,) of the words of ``text`` (str of n characters) by LAC's grouping rule.
 
     ``opens`` (n,) bool is True where a character's tag opens a word (it ends in
-    ``B`` or ``S``, or the character begins a text). Whitespace ends the word
-    before it and belongs to no word, and the character after it opens one.
+    ``B`` or ``S``, or the character begins a text). With ``whitespace="split"``
+    whitespace ends the word before it and belongs to no word, and the character
+    after it opens one; with ``"official"`` it is a character like any other.
     """
-    spaces = [match.start() for match in _WHITESPACE.finditer(text)]
+    spaces = [match.start() for match in _WHITESPACE.finditer(text)] if whitespace == "split" else []
     if not spaces:
         begins = numpy.flatnonzero(opens)
         return begins, numpy.append(begins, len(text))[1:]
@@ -123,16 +143,18 @@ def _word_spans(text, opens):
     return begins, numpy.append(bounds, len(text))[numpy.searchsorted(bounds, begins, side="right")]
 
 
-def group_words(text, char_tags):
+def group_words(text, char_tags, whitespace="split"):
     """``(words, labels)`` of ``text`` (str) from one tag per character (LAC's grouping rule, module docstring).
 
-    Whitespace characters belong to no word: each ends the word before it, is
-    dropped, and the character after it starts a new word. Both lists have one
-    entry per word; ``"".join(words)`` is ``text`` without its whitespace.
+    ``whitespace="split"``: whitespace characters belong to no word: each ends
+    the word before it, is dropped, and the character after it starts a new
+    word, so ``"".join(words)`` is ``text`` without its whitespace.
+    ``"official"``: whitespace is grouped like any character, as Baidu's LAC
+    does, so ``"".join(words)`` is ``text``. Both lists have one entry per word.
     """
     opens = numpy.fromiter((tag.endswith(("B", "S")) for tag in char_tags), dtype=bool, count=len(char_tags))
     opens[:1] = True
-    begins, ends = _word_spans(text, opens)
+    begins, ends = _word_spans(text, opens, whitespace)
     return ([text[a:b] for a, b in zip(begins.tolist(), ends.tolist())],
             [char_tags[b - 1][:-2] for b in ends.tolist()])
 
@@ -193,13 +215,16 @@ class LexicalAnalysis(Task):
             (:func:`nlp.lac.data.file_tagset`, as the dataset's ``path=`` option builds it) gives
             the tag names when ``tag_names`` and ``tag_file`` are None.
         customization: a :class:`~nlp.lac.customization.Customization`, or the path of a user dictionary.
-        batch_size: texts per forward pass in :meth:`predict_raw`.
+        batch_size: texts per forward pass of ``predict`` (its ``predict_batch_size``).
         max_chunk_len: longest text (characters) tagged in one piece by :meth:`predict_raw`.
-        max_batch_tokens: most padded ids (texts x longest) in one forward pass of :meth:`predict_raw`.
+        max_batch_tokens: most padded ids (texts x longest) in one forward pass of ``predict``.
         lexicon_file: a word list file (:func:`~nlp.lac.lexicon.load_lexicon`), or a list of them, whose
             matches the model reads as lexicon features (module docstring); needs ``vocab_file`` (or a
             character preprocessor).
         lexicon_max_len: the longest lexicon word length with features (K: 3K - 4 features per position).
+        whitespace: ``"split"`` (whitespace is never part of a word, the module docstring's rule) or
+            ``"official"`` (whitespace grouped like any character, as Baidu's LAC 2.1.2 returns it); the
+            default of ``predict``, which can choose per call.
         constrain_decoding: decode only well-formed label sequences (``X-I`` only after ``X-B`` or
             ``X-I``), the way the corpus and the metrics read words; False decodes as the official LAC
             does (its postprocessing then joins an ill-formed ``-I`` to the previous word).
@@ -215,7 +240,7 @@ class LexicalAnalysis(Task):
     def __init__(self, model, preprocessor=None, tag_names=None, vocab_file: str = None, tag_file: str = None,
                  tagged_file: str = None, customization=None, batch_size: int = 64, max_chunk_len: int = 10000,
                  max_batch_tokens: int = 8192, lexicon_file=None, lexicon_max_len: int = DEFAULT_MAX_LEN,
-                 constrain_decoding: bool = False, metrics=None):
+                 constrain_decoding: bool = False, whitespace: str = "split", metrics=None):
         if min(batch_size, max_chunk_len, max_batch_tokens) < 1:
             raise ValueError(f"LexicalAnalysis: batch_size, max_chunk_len and max_batch_tokens must be >= 1, "
                              f"got {batch_size}, {max_chunk_len} and {max_batch_tokens}")
@@ -243,8 +268,9 @@ class LexicalAnalysis(Task):
             self.load_customization(customization)
         else:
             self.customization = customization
-        self.batch_size, self.max_chunk_len = int(batch_size), int(max_chunk_len)
+        self.predict_batch_size, self.max_chunk_len = int(batch_size), int(max_chunk_len)
         self.max_batch_tokens = int(max_batch_tokens)
+        self.whitespace = _check_whitespace(whitespace, "LexicalAnalysis")
         self._metrics = metrics
         self.constrain_decoding = bool(constrain_decoding)
         self._forbidden = None                               # (tag names, penalty array), built on first use
@@ -415,9 +441,10 @@ class LexicalAnalysis(Task):
         later[numpy.cumsum(word_lengths) - word_lengths] = False          # an id's first character keeps its tag
         return numpy.where(later, char_tags.inside[per_char], per_char)
 
-    def _results(self, texts, char_ids):
+    def _results(self, texts, char_ids, whitespace):
         """``[{"words": [...], "tags": [...]}]`` of ``texts`` (list of str) from the per-character tag ids of all
-        of them end to end (:meth:`_char_tag_ids`), after the user dictionary, by LAC's grouping rule."""
+        of them end to end (:meth:`_char_tag_ids`), after the user dictionary, by LAC's grouping rule with the
+        ``whitespace`` rule (``"split"`` or ``"official"``)."""
         _, char_tags = self._raw_tools()
         lengths = numpy.fromiter(map(len, texts), dtype=numpy.int64, count=len(texts))
         firsts = numpy.cumsum(lengths) - lengths
@@ -425,13 +452,13 @@ class LexicalAnalysis(Task):
             results = []
             for text, first in zip(texts, firsts.tolist()):
                 tags = [char_tags.names[i] for i in char_ids[first:first + len(text)].tolist()]
-                words, labels = group_words(text, self.customization.apply(text, tags))
+                words, labels = group_words(text, self.customization.apply(text, tags), whitespace)
                 results.append({"words": words, "tags": labels})
             return results
         joined = "".join(texts)
         opens = char_tags.opens[char_ids]
         opens[firsts[lengths > 0]] = True
-        begins, ends = _word_spans(joined, opens)
+        begins, ends = _word_spans(joined, opens, whitespace)
         words = [joined[a:b] for a, b in zip(begins.tolist(), ends.tolist())]
         labels = char_tags.labels[char_ids[ends - 1]].tolist()
         cuts = numpy.searchsorted(begins, numpy.append(firsts, len(joined))).tolist()   # each text's first word
@@ -439,21 +466,22 @@ class LexicalAnalysis(Task):
 
     def postprocess(self, outputs):
         """A :meth:`predict_batch` output of a :meth:`preprocess` batch -> ``[{"words": [...], "tags": [...]}]``."""
-        return self._results(outputs["texts"], self._char_tag_ids(outputs))
+        return self._results(outputs["texts"], self._char_tag_ids(outputs), self.whitespace)
 
-    def _batches(self, sizes):
-        """Groups of indices into ``sizes`` (ids per text), shortest first: at most ``batch_size`` texts and
-        ``max_batch_tokens`` padded ids per group (a text longer than that budget goes alone)."""
-        groups, group = [], []
-        for index in sorted(range(len(sizes)), key=sizes.__getitem__):
-            if group and (len(group) == self.batch_size or (len(group) + 1) * sizes[index] > self.max_batch_tokens):
-                groups.append(group)
-                group = []
-            group.append(index)
-        return groups + ([group] if group else [])
+    input_length = staticmethod(text_length)
 
-    def predict_raw(self, inputs, device=None):
-        """Analyse a list of str: ``[{"words": [...], "tags": [...]}]`` in input order (see the module docstring)."""
+    def predict(self, inputs, batch_size=None, whitespace=None):
+        """A batch dict -> model outputs; any iterable of str -> ``[{"words": [...], "tags": [...]}]`` in input
+        order (:meth:`~framework.engine.Task.predict_iter`). ``whitespace``: ``"split"`` or ``"official"``
+        (None: the task's ``whitespace``), see :func:`group_words`."""
+        if isinstance(inputs, dict):
+            return self.predict_batch(inputs)
+        return list(self.predict_iter(inputs, batch_size, whitespace=whitespace))
+
+    def predict_raw(self, inputs, device=None, whitespace=None):
+        """Analyse one batch, a list of str: ``[{"words": [...], "tags": [...]}]`` in input order (see the module
+        docstring); ``whitespace`` as in :meth:`predict`."""
+        whitespace = self.whitespace if whitespace is None else _check_whitespace(whitespace, "LexicalAnalysis")
         texts = self._check_texts(inputs)
         preprocessor, _ = self._raw_tools()
         chunks = [text[start:end] for text in texts for start, end in split_points(text, self.max_chunk_len)]
@@ -464,13 +492,13 @@ class LexicalAnalysis(Task):
         char_ids = numpy.zeros(int(chars.sum()), dtype=numpy.int64)    # the chunks end to end are the texts
         self.model.eval()
         with no_grad():
-            for members in self._batches(sizes.tolist()):
+            for members in length_batches(sizes.tolist(), self.predict_batch_size, self.max_batch_tokens):
                 members = numpy.array(members)
                 at = _ranges(id_firsts[members], sizes[members])
                 batch = self._batch([chunks[c] for c in members], ids[at], sizes[members], word_lengths[at])
                 outputs = self.predict_batch(to_tensors(batch, device))
                 char_ids[_ranges(char_firsts[members], chars[members])] = self._char_tag_ids(outputs)
-        return self._results(texts, char_ids)
+        return self._results(texts, char_ids, whitespace)
 
 
 def load_official(model_dir=None, cache_dir=None, use_cache=True):
@@ -495,9 +523,11 @@ def load_official(model_dir=None, cache_dir=None, use_cache=True):
 def load_official_task(model_dir=None, **task_options):
     """A :class:`LexicalAnalysis` task running the official LAC model.
 
-    ``task_options`` go to the task (``batch_size``, ``max_chunk_len``, ``customization`` ...).
+    ``task_options`` go to the task (``batch_size``, ``max_chunk_len``, ``customization`` ...); whitespace is
+    grouped as the official LAC groups it (``whitespace="official"``) unless the options say otherwise.
     ``task.predict_raw(["百度是一家高科技公司"])`` gives
     ``[{"words": ["百度", "是", "一家", "高科技", "公司"], "tags": ["ORG", "v", "m", "n", "n"]}]``.
     """
     model, preprocessor, tag_names = load_official(model_dir)
+    task_options.setdefault("whitespace", "official")
     return LexicalAnalysis(model, preprocessor=preprocessor, tag_names=tag_names, **task_options)

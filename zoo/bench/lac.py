@@ -118,10 +118,8 @@ PADDLE_ENGINE_QUOTED = {"batch1": 575, "batch64": 1040}
 def _tagger_rates(task, texts, subset, repeat):
     """Sentences/s of ``task.predict`` at batch 1 (one call per sentence of ``subset``) and batch 64 (one call
     over ``texts``, which the task sorts by length and runs 64 at a time)."""
-    task.batch_size = 1
-    batch1 = best_times(lambda: [task.predict([t]) for t in subset], repeat)
-    task.batch_size = 64
-    batch64 = best_times(lambda: task.predict(texts), repeat)
+    batch1 = best_times(lambda: [task.predict([t], batch_size=1) for t in subset], repeat)
+    batch64 = best_times(lambda: task.predict(texts, batch_size=64), repeat)
     return {"batch1": _rates(len(subset), batch1, "sentences"), "batch64": _rates(len(texts), batch64, "sentences")}
 
 

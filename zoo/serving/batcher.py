@@ -5,11 +5,12 @@ calls :meth:`Batcher.submit` (a full queue raises :class:`QueueFull` at once);
 the worker takes the oldest request and every other one already queued, up to
 ``max_batch_size`` instances. While the model is under concurrent load (its
 previous batch merged more than one request) it also waits up to
-``max_delay_s`` for more; a lone client never waits. A batch's instances are
-sorted by length and cut into buckets whose lengths stay within a factor of two
-(:func:`length_buckets`), so short texts are not padded to the longest; each
-bucket is one ``predict`` call and each caller gets back exactly its own
-results. A request that timed out before its batch formed is dropped unrun.
+``max_delay_s`` for more; a lone client never waits. A batch's instances go
+to the task's one batching path (``task.predict(instances, batch_size=
+max_batch_size)``, :func:`framework.engine.batching.predict_stream`: sorted by
+length, so short texts are not padded to the longest) and each caller gets
+back exactly its own results. A request that timed out before its batch formed
+is dropped unrun.
 
 One request's bad input fails that request only: an ``InputError`` whose
 ``index`` points into the batch fails its owner (the error restated with the
@@ -18,7 +19,6 @@ one by one, and a lone request's instances one by one, so the error lands on
 the instance that caused it.
 """
 import asyncio
-import math
 import queue
 import threading
 import time
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from framework.errors import InputError, UserError
 
-__all__ = ["Batcher", "QueueFull", "length_buckets"]
+__all__ = ["Batcher", "QueueFull"]
 
 _STOP = object()
 
@@ -48,32 +48,17 @@ class _Job:
     dropped: bool = False
 
 
-def length_buckets(lengths, max_size):
-    """Indices of ``lengths`` grouped into buckets, shortest first: lengths within one power of two share a
-    bucket, and no bucket holds more than ``max_size``."""
-    order = sorted(range(len(lengths)), key=lengths.__getitem__)
-    buckets, current, key = [], [], None
-    for index in order:
-        bucket_key = math.floor(math.log2(max(lengths[index], 1)))
-        if current and (bucket_key != key or len(current) == max_size):
-            buckets.append(current)
-            current = []
-        current.append(index)
-        key = bucket_key
-    return buckets + ([current] if current else [])
-
-
 class Batcher:
-    """Merges the requests of one model into batches run by ``predict`` (list of inputs -> list of results).
+    """Merges the requests of one model into batches run by ``predict`` (a task's ``predict``: an iterable of
+    inputs and ``batch_size`` -> list of results).
 
-    ``length``: the length of one input for bucketing (None: inputs are run in arrival order, in chunks of
-    ``max_batch_size``). ``on_batch(size)`` is called with the instances of every batch formed,
-    ``on_depth(n)`` with the queue depth whenever it changes.
+    ``on_batch(size)`` is called with the instances of every batch formed, ``on_depth(n)`` with the queue
+    depth whenever it changes.
     """
 
-    def __init__(self, predict, max_batch_size=64, max_delay_s=0.005, max_queue=1024, length=None,
-                 on_batch=None, on_depth=None, name="model"):
-        self.predict, self.max_batch_size, self.max_delay_s, self.length = predict, max_batch_size, max_delay_s, length
+    def __init__(self, predict, max_batch_size=64, max_delay_s=0.005, max_queue=1024, on_batch=None,
+                 on_depth=None, name="model"):
+        self.predict, self.max_batch_size, self.max_delay_s = predict, max_batch_size, max_delay_s
         self.on_batch, self.on_depth = on_batch or (lambda size: None), on_depth or (lambda depth: None)
         self._queue = queue.Queue(max_queue)
         self._held = None               # a request taken from the queue that opens the next batch
@@ -147,25 +132,11 @@ class Batcher:
                 self._run(jobs)
 
     def _predict(self, inputs):
-        """Results of ``inputs`` in order, one ``predict`` call per length bucket; an ``InputError`` about one
-        input is restated with its index in ``inputs``."""
-        if self.length is None:
-            buckets = [list(range(i, min(i + self.max_batch_size, len(inputs))))
-                       for i in range(0, len(inputs), self.max_batch_size)]
-        else:
-            buckets = length_buckets([self.length(x) for x in inputs], self.max_batch_size)
-        results = [None] * len(inputs)
-        for bucket in buckets:
-            try:
-                outputs = self.predict([inputs[i] for i in bucket])
-            except InputError as err:
-                if err.index is None or not 0 <= err.index < len(bucket):
-                    raise
-                raise InputError(err.message, index=bucket[err.index]) from err
-            if len(outputs) != len(bucket):
-                raise RuntimeError(f"predict returned {len(outputs)} results for {len(bucket)} inputs")
-            for i, output in zip(bucket, outputs):
-                results[i] = output
+        """Results of ``inputs`` in order (the task batches them by length); an ``InputError`` about one input
+        carries its index in ``inputs``."""
+        results = self.predict(inputs, batch_size=self.max_batch_size)
+        if len(results) != len(inputs):
+            raise RuntimeError(f"predict returned {len(results)} results for {len(inputs)} inputs")
         return results
 
     def _run(self, jobs):

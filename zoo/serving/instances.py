@@ -17,8 +17,8 @@ import tempfile
 
 from zoo.api import TASKS
 
-__all__ = ["RequestError", "ScratchFiles", "invalid", "kind_of", "parse_body", "read_instances", "paddlehub_instances", "decode_instances",
-           "instance_length"]
+__all__ = ["RequestError", "ScratchFiles", "invalid", "kind_of", "parse_body", "read_instances", "paddlehub_instances",
+           "decode_instances"]
 
 
 class RequestError(Exception):
@@ -196,12 +196,3 @@ def decode_instances(instances, kind, options, scratch, field="instances"):
         else:
             decoded.append(_checked_file(value, field, options.allow_path, scratch))
     return decoded
-
-
-def instance_length(kind):
-    """The length a batch is bucketed by for instances of ``kind`` (None: files are not bucketed)."""
-    if kind == "text":
-        return len
-    if kind == "pair":
-        return lambda pair: max(len(pair[0]), len(pair[1]))
-    return None

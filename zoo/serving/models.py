@@ -15,7 +15,7 @@ from framework.errors import UserError
 from ..api import load
 from ..catalog import card
 from .batcher import Batcher
-from .instances import instance_length, kind_of
+from .instances import kind_of
 
 __all__ = ["ServedModel", "load_task", "warmup_inputs"]
 
@@ -75,8 +75,7 @@ class ServedModel:
             log.error("model %s failed to load: %s", self.name, self.reason, exc_info=not isinstance(err, UserError))
             return
         self.batcher = Batcher(task.predict, self.options.max_batch_size, self.options.max_delay_ms / 1000,
-                               self.options.max_queue, length=instance_length(self.kind),
-                               on_batch=self.metrics.batch_size.labels(self.name).observe,
+                               self.options.max_queue, on_batch=self.metrics.batch_size.labels(self.name).observe,
                                on_depth=self.metrics.queue_depth.labels(self.name).set, name=self.name)
         self.batcher.start()
         self.state = "ready"

@@ -12,6 +12,7 @@ import numpy
 import pytest
 
 from framework.engine.task import to_tensors
+from framework.errors import InputError
 from nlp.data.text import TextFormatError
 from nlp.lac import official
 from nlp.lac.official import official_model_dir
@@ -23,6 +24,7 @@ from nlp.lac.task import load_official, load_official_task
 from .lac_source import lac_module
 
 SAMPLE = os.path.join(os.path.dirname(__file__), "data", "lac_official_sample.jsonl")
+WHITESPACE_SAMPLE = os.path.join(os.path.dirname(__file__), "data", "lac_official_whitespace.jsonl")
 
 
 @pytest.fixture(scope="module")
@@ -61,14 +63,21 @@ def test_sample_tag_ids_match_official(task, sample):
 
 @pytest.mark.parametrize("batch_size", [1, 64])
 def test_sample_words_and_tags_match_official(task, sample, batch_size):
-    task.batch_size = batch_size
-    try:
-        results = task.predict_raw([row["text"] for row in sample])
-    finally:
-        task.batch_size = 64
+    results = task.predict((row["text"] for row in sample), batch_size=batch_size)
     for row, result in zip(sample, results):
         assert result["words"] == row["words"], row["i"]
         assert result["tags"] == row["tags"], row["i"]
+
+
+def test_whitespace_words_and_tags_match_official(task):
+    """The official engine's words for texts with spaces, tabs and runs of them, odd ones included
+    (``"Apple Watch Series 9"`` with an empty tag, ``"GPU  显卡  "`` as one word)."""
+    with open(WHITESPACE_SAMPLE, encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f]
+    assert len(rows) == 20
+    for row, result in zip(rows, task.predict([row["text"] for row in rows])):
+        assert (result["words"], result["tags"]) == (row["words"], row["tags"]), row["text"]
+        assert "".join(result["words"]) == row["text"]
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -101,19 +110,26 @@ def test_ascii_runs_are_one_piece(task):
     assert analyse(task, "ＡＢＣ公司和ABC公司") == [("ＡＢＣ公司", "ORG"), ("和", "c"), ("ABC公司", "ORG")]
 
 
-def test_spaces_are_characters_of_the_model_but_never_words(task):
+def test_spaces_are_characters_of_the_model_and_never_words_under_the_split_rule(task):
     ids, _ = task.preprocessor.encode(" 今天 是 个 好日子 ")
     assert ids.count(0) == 5                          # id 0 is the space: the model sees it, as the official does
-    result = task.predict_raw([" 今天 是 个 好日子 "])[0]
+    result = task.predict([" 今天 是 个 好日子 "], whitespace="split")[0]
     assert result == {"words": ["今天", "是", "个", "好日子"], "tags": ["TIME", "v", "q", "n"]}
     assert analyse(task, "今天是个好日子") == list(zip(result["words"], result["tags"]))
+    official = task.predict([" 今天 是 个 好日子 "])[0]
+    assert "".join(official["words"]) == " 今天 是 个 好日子 " and " " in official["words"]
 
 
 def test_whitespace_only_and_empty_texts(task):
-    results = task.predict_raw(["", "   ", "今天是个好日子", "", "\t"])
+    results = task.predict(["", "   ", "今天是个好日子", "", "\t"], whitespace="split")
     assert results[0] == results[1] == results[3] == results[4] == {"words": [], "tags": []}
     assert results[2] == {"words": ["今天", "是", "个", "好日子"], "tags": ["TIME", "v", "q", "n"]}
-    assert task.predict_raw([]) == []
+    assert task.predict([]) == []
+    # as the official engine answers them (LAC 2.1.2 on Paddle 2.6.2)
+    assert task.predict(["   ", "\t", "a  "]) == [{"words": ["   "], "tags": ["nz"]}, {"words": ["\t"], "tags": ["n"]},
+                                                 {"words": ["a", "  "], "tags": ["xc", "n"]}]
+    with pytest.raises(InputError, match="whitespace must be one of"):
+        task.predict(["今天"], whitespace="strip")
 
 
 def test_traditional_characters_go_through_q2b(task):

@@ -6,6 +6,7 @@ import pytest
 import framework
 from framework import optimizer
 from framework.engine import Task
+from framework.engine.batching import length_batches
 from framework.engine.task import to_tensors
 from framework.errors import InputError
 from framework.nn import functional as F
@@ -61,16 +62,18 @@ def test_whitespace_ends_words_and_is_never_one():
     assert group_words("甲 乙丙", ["n-B", "w-B", "n-I", "v-B"]) == (["甲", "乙", "丙"], ["n", "n", "v"])
 
 
-def _reference_grouping(text, char_tags):
-    """LAC's grouping rule with the whitespace rule, one character at a time."""
+def _reference_grouping(text, char_tags, whitespace=True):
+    """LAC's grouping rule, with the whitespace rule (``whitespace``) or without it (the official one), one
+    character at a time."""
     words, labels, start = [], [], None
     for i, (char, tag) in enumerate(zip(text, char_tags)):
-        if char.isspace() or (start is not None and tag.endswith(("B", "S"))):
+        space = whitespace and char.isspace()
+        if space or (start is not None and tag.endswith(("B", "S"))):
             if start is not None:
                 words.append(text[start:i])
                 labels.append(char_tags[i - 1][:-2])
             start = None
-        if start is None and not char.isspace():
+        if start is None and not space:
             start = i
     if start is not None:
         words.append(text[start:])
@@ -87,8 +90,13 @@ def test_grouping_of_many_texts_at_once_equals_the_one_character_at_a_time_rule(
     tag_ids = [rng.integers(0, len(names), size=len(text)) for text in texts]
     expected = [_reference_grouping(text, [names[i] for i in ids]) for text, ids in zip(texts, tag_ids)]
     assert [group_words(text, [names[i] for i in ids]) for text, ids in zip(texts, tag_ids)] == expected
-    results = task._results(texts, numpy.concatenate(tag_ids).astype(numpy.int64))
+    results = task._results(texts, numpy.concatenate(tag_ids).astype(numpy.int64), "split")
     assert [(r["words"], r["tags"]) for r in results] == expected
+    official = [_reference_grouping(text, [names[i] for i in ids], whitespace=False)
+                for text, ids in zip(texts, tag_ids)]
+    assert [group_words(text, [names[i] for i in ids], "official") for text, ids in zip(texts, tag_ids)] == official
+    results = task._results(texts, numpy.concatenate(tag_ids).astype(numpy.int64), "official")
+    assert [(r["words"], r["tags"]) for r in results] == official
 
 
 def test_predictions_never_hold_whitespace_and_still_follow_the_input():
@@ -170,7 +178,7 @@ def test_long_texts_are_cut_into_chunks_and_joined():
         chunk_tags.extend(_char_tags(task, outputs))
     words, tags = group_words(text, chunk_tags)
     assert task.predict_raw([text]) == [{"words": words, "tags": tags}]
-    assert task._batches([5, 3, 5, 1]) == [[3, 1], [0], [2]]
+    assert length_batches([5, 3, 5, 1], task.predict_batch_size, task.max_batch_tokens) == [[3, 1], [0], [2]]
 
 
 def test_bad_input_is_named():
@@ -195,7 +203,7 @@ def test_built_from_a_config_with_saved_vocab_and_tags(tmp_path):
     TAGS.save(str(tmp_path / "tags.txt"))
     task = TASKS.build({"type": "LexicalAnalysis", "vocab_file": str(tmp_path / "vocab.txt"),
                         "tag_file": str(tmp_path / "tags.txt"), "batch_size": 8}, model=model)
-    assert task.tag_names == TAGS.names and task.preprocessor.vocab == vocab and task.batch_size == 8
+    assert task.tag_names == TAGS.names and task.preprocessor.vocab == vocab and task.predict_batch_size == 8
     result = task.predict_raw(["今天是个好日子"])[0]
     assert "".join(result["words"]) == "今天是个好日子"
     assert set(result["tags"]) <= {"n", "v", "w", ""}

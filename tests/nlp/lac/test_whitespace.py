@@ -1,5 +1,6 @@
-"""LAC output keeps whitespace out of words, for the official model (``lac``) and ours (``lac_pku``), while the
-model still reads the spaces (so the other characters' tags are those of the official package)."""
+"""Under the ``"split"`` whitespace rule LAC output keeps whitespace out of words, for the official model (``lac``,
+whose default is the official grouping) and ours (``lac_pku``, split by default), while the model still reads the
+spaces (so the other characters' tags are those of the official package)."""
 import pytest
 
 from framework.engine.task import to_tensors
@@ -28,21 +29,23 @@ def _check_splittable(results, texts):
         assert [tuple(item.rsplit("/", 1)) for item in line.split()] == _pairs(result)
 
 
-def test_official_lac_drops_whitespace_from_its_words():
+def test_official_lac_drops_whitespace_from_its_words_under_the_split_rule():
     from nlp.lac import load_official_task
     try:
         task = load_official_task()
     except FetchError as err:
         pytest.skip(f"the official LAC model is not cached and cannot be fetched here: {err}")
-    results = task.predict_raw(TEXTS)
+    results = task.predict(TEXTS, whitespace="split")
     assert _pairs(results[0]) == [("今天", "TIME"), ("是", "v"), ("个", "q"), ("好日子", "n")]
     assert _pairs(results[1]) == [("我", "r"), ("爱", "v"), ("北京", "LOC"), ("天安门", "LOC")]
     assert _pairs(results[2]) == [("New", "nz"), ("York", "nz"), ("是", "v"), ("一个", "m"), ("城市", "n")]
     assert results[4] == results[5] == {"words": [], "tags": []}
     _check_splittable(results, TEXTS)
-    # the official package tags the same characters, but makes " " a word and keeps "New York" as one
+    # the official package tags the same characters, but makes " " a word and keeps "New York" as one: the
+    # task's default
     assert _official_grouping(task, TEXTS[2]) == ["New York", " ", "是", " ", "一个", " ", "城市"]
     assert _official_grouping(task, TEXTS[1]) == ["我", "爱", " ", "北京", "天安门"]
+    assert [r["words"] for r in task.predict(TEXTS[1:3])] == [_official_grouping(task, t) for t in TEXTS[1:3]]
 
 
 def test_lac_pku_drops_whitespace_from_its_words():
