@@ -368,6 +368,19 @@ def serve(args):
     return run_server(args.names, options)
 
 
+def _warmup_arguments(parser):
+    pass
+
+
+def warmup(args):
+    """Compile every compiled CPU kernel ahead (for images and CI); prints what was compiled, as JSON."""
+    from framework.kernels import cpu
+    if not cpu.enabled():
+        raise UsageError("the compiled CPU kernels are off (OAR_KERNELS=numpy, or Numba is not installed)")
+    report = cpu.warmup(progress=lambda done: print(f"compiled {done}", file=sys.stderr, flush=True))
+    print(json.dumps(report))
+
+
 COMMANDS = [
     Command("list", "list the zoo's models with their test metrics", _list_arguments, list_models),
     Command("show", "print one model card (config, weights, sha256, metrics, source)", _show_arguments, show),
@@ -381,4 +394,6 @@ COMMANDS = [
     Command("export", "write a zoo model's traced program (and ONNX model) with its task files", _export_arguments,
             export_model),
     Command("serve", "serve zoo models over HTTP (batching, health, metrics)", _serve_arguments, serve),
+    Command("warmup", "compile the CPU kernels ahead into the cache (first runs then start warm)", _warmup_arguments,
+            warmup),
 ]

@@ -133,7 +133,9 @@ def _over_rows(fn, n, work_per_row):
 
 
 def _host(a, dtype=None):
-    return numpy.ascontiguousarray(a, dtype=dtype)
+    """``a`` as a C-contiguous, writable array (one compiled signature per dtype)."""
+    a = numpy.ascontiguousarray(a, dtype=dtype)
+    return a if a.flags.writeable else a.copy()
 
 
 def crf_forward(emissions, lengths, start, trans):

@@ -221,6 +221,13 @@ def _dummy(dtype):
     return numpy.zeros((1, 1, 1, 1), dtype=dtype)
 
 
+def _c(a):
+    """``a`` as a C-contiguous, writable array (a read-only one, e.g. weights read from a file, is copied), so
+    every call meets the one compiled signature per dtype."""
+    a = numpy.ascontiguousarray(a)
+    return a if a.flags.writeable else a.copy()
+
+
 def gru_forward(xs, biases, weights, h0s, lengths, reverses, origin_mode, order, active, save):
     """S GRU runs over one padded batch.
 
@@ -244,13 +251,13 @@ def gru_forward(xs, biases, weights, h0s, lengths, reverses, origin_mode, order,
         reset_h = numpy.zeros((num_steps, runs, n, d), dtype=dtype)
     else:
         states = ur = c = reset_h = _dummy(dtype)
-    lengths = numpy.ascontiguousarray(lengths, dtype=numpy.int64)
+    lengths = _c(numpy.asarray(lengths, dtype=numpy.int64))
 
     def one(s):
-        flat = numpy.ascontiguousarray(weights[s]).reshape(-1)
-        gru_forward_run(numpy.ascontiguousarray(xs[s]), numpy.ascontiguousarray(biases[s]).reshape(-1), lengths,
+        flat = _c(weights[s]).reshape(-1)
+        gru_forward_run(_c(xs[s]), _c(biases[s]).reshape(-1), lengths,
                         order, active, flat[:2 * d * d].reshape(d, 2 * d), flat[2 * d * d:].reshape(d, d),
-                        numpy.ascontiguousarray(h0s[s]), bool(reverses[s]), bool(origin_mode), hidden, s * d,
+                        _c(h0s[s]), bool(reverses[s]), bool(origin_mode), hidden, s * d,
                         last[s], bool(save), states, ur, c, reset_h, s)
     _each_run(one, runs)
     return hidden, last, ((states, ur, c, reset_h) if save else None)
@@ -262,11 +269,11 @@ def gru_backward(states, ur, c, reset_h, active, w_ur, w_c, grad_states, grad_la
     grad_ur = numpy.zeros(ur.shape, dtype=ur.dtype)
     grad_c = numpy.zeros(c.shape, dtype=c.dtype)
     grad_h = numpy.array(grad_last, dtype=c.dtype, order="C")
-    grad_states = numpy.ascontiguousarray(grad_states)
+    grad_states = _c(grad_states)
     active = numpy.asarray(active, dtype=numpy.int64)
 
     def one(s):
-        gru_backward_run(states, ur, c, active, numpy.ascontiguousarray(w_ur[s]), numpy.ascontiguousarray(w_c[s]),
+        gru_backward_run(states, ur, c, active, _c(w_ur[s]), _c(w_c[s]),
                          grad_states, bool(origin_mode), grad_ur, grad_c, grad_h[s], s)
     _each_run(one, runs)
     grad_w_ur = _over_time(states[:-1], grad_ur)
@@ -306,12 +313,12 @@ def lstm_forward(xs, biases, weights, h0s, c0s, lengths, reverses, order, active
         tanh_c = numpy.zeros((num_steps, runs, n, d), dtype=dtype)
     else:
         hidden_s = cells = gates = tanh_c = _dummy(dtype)
-    lengths = numpy.ascontiguousarray(lengths, dtype=numpy.int64)
+    lengths = _c(numpy.asarray(lengths, dtype=numpy.int64))
 
     def one(s):
-        lstm_forward_run(numpy.ascontiguousarray(xs[s]), numpy.ascontiguousarray(biases[s]).reshape(-1), lengths,
-                         order, active, numpy.ascontiguousarray(weights[s]), numpy.ascontiguousarray(h0s[s]),
-                         numpy.ascontiguousarray(c0s[s]), bool(reverses[s]), hidden, s * d, last_h[s], last_c[s],
+        lstm_forward_run(_c(xs[s]), _c(biases[s]).reshape(-1), lengths,
+                         order, active, _c(weights[s]), _c(h0s[s]),
+                         _c(c0s[s]), bool(reverses[s]), hidden, s * d, last_h[s], last_c[s],
                          bool(save), hidden_s, cells, gates, tanh_c, s)
     _each_run(one, runs)
     return hidden, last_h, last_c, ((hidden_s, cells, gates, tanh_c) if save else None)
@@ -323,11 +330,11 @@ def lstm_backward(hidden, cells, gates, tanh_c, active, w, grad_states, grad_las
     grad_x = numpy.zeros(gates.shape, dtype=gates.dtype)
     grad_h = numpy.array(grad_last_h, dtype=gates.dtype, order="C")
     grad_c = numpy.array(grad_last_c, dtype=gates.dtype, order="C")
-    grad_states = numpy.ascontiguousarray(grad_states)
+    grad_states = _c(grad_states)
     active = numpy.asarray(active, dtype=numpy.int64)
 
     def one(s):
-        lstm_backward_run(cells, gates, tanh_c, active, numpy.ascontiguousarray(w[s]), grad_states, grad_x,
+        lstm_backward_run(cells, gates, tanh_c, active, _c(w[s]), grad_states, grad_x,
                           grad_h[s], grad_c[s], s)
     _each_run(one, runs)
     return grad_x, _over_time(hidden[:-1], grad_x), grad_h, grad_c

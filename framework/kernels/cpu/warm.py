@@ -1,0 +1,57 @@
+"""Compile every compiled CPU kernel ahead, for float32 and float64 (``oar warmup``, images, CI)."""
+import time
+
+import numpy
+
+__all__ = ["warmup"]
+
+
+def _recurrent(dtype):
+    from . import recurrent
+    rng = numpy.random.default_rng(0)
+    n, num_steps, d = 5, 3, 4
+    lengths = numpy.array([3, 3, 2, 1, 0], dtype=numpy.int64)
+    order, active = recurrent.row_order(lengths, num_steps)
+    for gates, forward in ((3, recurrent.gru_forward), (4, recurrent.lstm_forward)):
+        xs = [rng.standard_normal((n, num_steps, gates * d)).astype(dtype) for _ in range(2)]
+        biases = [numpy.zeros(gates * d, dtype=dtype)] * 2
+        weights = [rng.standard_normal((d, gates * d)).astype(dtype) * 0.1 for _ in range(2)]
+        h0s = [numpy.zeros((n, d), dtype=dtype)] * 2
+        grads = numpy.ones((num_steps, 2, n, d), dtype=dtype), numpy.zeros((2, n, d), dtype=dtype)
+        if gates == 3:
+            _, _, saved = forward(xs, biases, weights, h0s, lengths, (False, True), False, order, active, True)
+            flat = numpy.stack(weights).reshape(2, -1)
+            recurrent.gru_backward(*saved, active, flat[:, :2 * d * d].reshape(2, d, 2 * d),
+                                   flat[:, 2 * d * d:].reshape(2, d, d), *grads)
+        else:
+            _, _, _, saved = forward(xs, biases, weights, h0s, h0s, lengths, (False, True), order, active, True)
+            recurrent.lstm_backward(*saved, active, numpy.stack(weights), *grads, grads[1])
+    return ["gru_forward", "gru_backward", "lstm_forward", "lstm_backward"]
+
+
+def _crf(dtype):
+    from . import crf
+    rng = numpy.random.default_rng(0)
+    k = 3
+    emissions = rng.standard_normal((2, 4, k)).astype(dtype)
+    lengths = numpy.array([4, 1], dtype=numpy.int64)
+    start, stop, trans = (rng.standard_normal(shape).astype(dtype) for shape in ((k,), (k,), (k, k)))
+    crf.crf_forward(emissions, lengths, start, trans)
+    crf.viterbi_decode(emissions, lengths, start, stop, trans)
+    crf.viterbi_decode(emissions, lengths, start, stop, trans, numpy.ones((k + 2, k), dtype=bool))
+    return ["crf_forward", "viterbi_decode"]
+
+
+def warmup(progress=None):
+    """See :func:`framework.kernels.cpu.warmup`."""
+    began = time.perf_counter()
+    from . import compiler
+    names = []
+    for dtype in (numpy.float32, numpy.float64):
+        for family in (_recurrent, _crf):
+            done = [f"{name}[{numpy.dtype(dtype).name}]" for name in family(dtype)]
+            names += done
+            if progress is not None:
+                progress(", ".join(done))
+    return {"cache": compiler.CACHE_DIR, "blas": None if compiler.BLAS is None else compiler.BLAS[0],
+            "kernels": names, "seconds": round(time.perf_counter() - began, 2)}

@@ -1,0 +1,236 @@
+"""The compiled CPU kernels (framework.kernels.cpu) against the NumPy kernels they replace.
+
+Every comparison runs the same public op or kernel twice, once with the compiled
+kernels (the default) and once with ``OAR_KERNELS=numpy`` (the reference), on
+ragged batches with empty and length-1 sequences, both directions, batch 1 and
+batch 6 (the BLAS path starts at 4 rows). float32 within 1e-5 relative, Viterbi
+paths identical, float64 gradients by central differences through the compiled
+backward. Each kernel compiles once per dtype per machine (cached under
+$OAR_HOME/numba), so the tests share the cache of the user running them.
+"""
+import os
+import subprocess
+import sys
+
+import numpy
+import pytest
+
+import framework
+from framework import to_tensor
+from framework.kernels import cpu
+from framework.kernels import crf as crf_kernel
+from framework.nn import functional as F
+from framework.testing import gradcheck
+
+pytestmark = pytest.mark.skipif(not cpu.enabled(), reason="the compiled CPU kernels are off")
+
+D = 5
+RAGGED = {"batch1": [7], "batch1_len1": [1], "ragged": [7, 0, 1, 3, 7, 5], "uneven_tail": [2, 6, 6, 6, 1, 4]}
+
+
+def _both(monkeypatch, fn):
+    """(compiled result, NumPy-kernel result) of ``fn()``."""
+    monkeypatch.delenv(cpu.KERNELS_ENV, raising=False)
+    compiled = fn()
+    monkeypatch.setenv(cpu.KERNELS_ENV, "numpy")
+    reference = fn()
+    monkeypatch.delenv(cpu.KERNELS_ENV)
+    return compiled, reference
+
+
+def _close(a, b, dtype):
+    tol = 1e-5 if dtype == numpy.float32 else 1e-11
+    for x, y in zip(a, b):
+        numpy.testing.assert_allclose(x, y, rtol=tol, atol=tol)
+
+
+def _recurrent_inputs(rng, lengths, gates, dtype, runs):
+    n, t = len(lengths), max(max(lengths), 1)
+    arrays = [rng.uniform(-1, 1, (n, t, gates * D)) for _ in range(runs)]
+    arrays += [rng.uniform(-0.6, 0.6, (D, gates * D)) for _ in range(runs)]
+    arrays += [rng.uniform(-0.3, 0.3, (1, gates * D)) for _ in range(runs)]
+    arrays += [rng.uniform(-0.5, 0.5, (n, D)) for _ in range(runs * (1 if gates == 3 else 2))]
+    return [a.astype(dtype) for a in arrays], numpy.array(lengths, dtype=numpy.int64)
+
+
+def _run_with_grads(op, arrays, lengths, **options):
+    """Outputs and input gradients of op(*tensors) under a fixed random projection of the outputs."""
+    tensors = [to_tensor(a, requires_grad=True) for a in arrays]
+    n_x = {"gru": 1, "bigru": 2, "lstm": 1, "bilstm": 2}[op]
+    xs, rest = tensors[:n_x], tensors[n_x:]
+    fn = {"gru": F.dynamic_gru, "bigru": F.dynamic_bigru, "lstm": F.dynamic_lstm, "bilstm": F.dynamic_bilstm}[op]
+    outs = fn(*xs, lengths, *rest, **options)
+    rng = numpy.random.default_rng(1)
+    loss = None
+    for o in outs:
+        term = (o * to_tensor(rng.standard_normal(o.shape).astype(o.dtype))).sum()
+        loss = term if loss is None else loss + term
+    loss.backward()
+    return [o.numpy() for o in outs] + [t.grad.numpy() for t in tensors]
+
+
+def _inference(op, arrays, lengths, **options):
+    fn = {"bigru": F.dynamic_bigru, "bilstm": F.dynamic_bilstm}[op]
+    with framework.no_grad():
+        return [o.numpy() for o in fn(*[to_tensor(a) for a in arrays[:2]], lengths,
+                                      *[to_tensor(a) for a in arrays[2:]], **options)]
+
+
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+@pytest.mark.parametrize("lengths", list(RAGGED.values()), ids=list(RAGGED))
+@pytest.mark.parametrize("origin_mode", [False, True])
+def test_bigru_matches_numpy_kernel(monkeypatch, dtype, lengths, origin_mode):
+    arrays, lens = _recurrent_inputs(numpy.random.default_rng(0), lengths, 3, dtype, runs=2)
+    _close(*_both(monkeypatch, lambda: _run_with_grads("bigru", arrays, lens, origin_mode=origin_mode)), dtype)
+    _close(*_both(monkeypatch, lambda: _inference("bigru", arrays, lens, origin_mode=origin_mode)), dtype)
+
+
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+@pytest.mark.parametrize("lengths", list(RAGGED.values()), ids=list(RAGGED))
+def test_bilstm_matches_numpy_kernel(monkeypatch, dtype, lengths):
+    arrays, lens = _recurrent_inputs(numpy.random.default_rng(0), lengths, 4, dtype, runs=2)
+    _close(*_both(monkeypatch, lambda: _run_with_grads("bilstm", arrays, lens)), dtype)
+    _close(*_both(monkeypatch, lambda: _inference("bilstm", arrays, lens)), dtype)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("op", ["gru", "lstm"])
+def test_single_direction_matches_numpy_kernel(monkeypatch, op, reverse):
+    gates = 3 if op == "gru" else 4
+    arrays, lens = _recurrent_inputs(numpy.random.default_rng(2), RAGGED["ragged"], gates, numpy.float32, runs=1)
+    _close(*_both(monkeypatch, lambda: _run_with_grads(op, arrays, lens, reverse=reverse)), numpy.float32)
+
+
+def test_reverse_runs_inside_each_length():
+    """A reversed sequence's outputs are the forward run on the flipped valid part, flipped back."""
+    arrays, lens = _recurrent_inputs(numpy.random.default_rng(3), [6, 3, 1, 0, 6], 3, numpy.float64, runs=1)
+    x, w, b, h0 = arrays
+    with framework.no_grad():
+        hidden, last = F.dynamic_gru(to_tensor(x), lens, to_tensor(w), to_tensor(b), to_tensor(h0), reverse=True)
+        for n, length in enumerate(lens):
+            flipped = x[n:n + 1, :length][:, ::-1].copy()
+            if length == 0:
+                numpy.testing.assert_array_equal(last.numpy()[n], h0[n])
+                continue
+            one, one_last = F.dynamic_gru(to_tensor(flipped), None, to_tensor(w), to_tensor(b), to_tensor(h0[n:n + 1]))
+            numpy.testing.assert_allclose(hidden.numpy()[n, :length], one.numpy()[0, ::-1], rtol=1e-12, atol=1e-12)
+            numpy.testing.assert_array_equal(hidden.numpy()[n, length:], 0)
+            numpy.testing.assert_allclose(last.numpy()[n], one_last.numpy()[0], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("op", ["bigru", "bilstm"])
+def test_gradcheck_through_compiled_backward(op):
+    gates = 3 if op == "bigru" else 4
+    arrays, lens = _recurrent_inputs(numpy.random.default_rng(4), [4, 0, 1, 3, 4, 2], gates, numpy.float64, runs=2)
+    fn = F.dynamic_bigru if op == "bigru" else F.dynamic_bilstm
+    gradcheck(lambda *t: fn(t[0], t[1], lens, *t[2:]), arrays, max_elements=40)
+
+
+def _crf_inputs(rng, lengths, k, dtype, scale=1.0):
+    n, t = len(lengths), max(lengths)
+    emissions = (rng.standard_normal((n, t, k)) * scale).astype(dtype)
+    transition = (rng.standard_normal((k + 2, k)) * scale).astype(dtype)
+    return emissions, transition, numpy.array(lengths, dtype=numpy.int64)
+
+
+CRF_LENGTHS = {"batch1": [9], "batch1_len1": [1], "ragged": [9, 1, 4, 9, 2, 7]}
+
+
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+@pytest.mark.parametrize("lengths", list(CRF_LENGTHS.values()), ids=list(CRF_LENGTHS))
+@pytest.mark.parametrize("scale", [1.0, 60.0], ids=["plain", "extreme"])
+def test_crf_forward_and_gradient_match_numpy_kernel(monkeypatch, dtype, lengths, scale):
+    rng = numpy.random.default_rng(5)
+    emissions, transition, lens = _crf_inputs(rng, lengths, 7, dtype, scale)
+    labels = rng.integers(0, 7, emissions.shape[:2])
+
+    def run():
+        alpha = crf_kernel.crf_forward(emissions, lens, transition[0], transition[2:])
+        e, tr = to_tensor(emissions, requires_grad=True), to_tensor(transition, requires_grad=True)
+        nll = F.linear_chain_crf(e, labels, lens, tr)
+        nll.sum().backward()
+        return alpha, nll.numpy(), e.grad.numpy(), tr.grad.numpy()
+    compiled, reference = _both(monkeypatch, run)
+    tol = (1e-5 if dtype == numpy.float32 else 1e-11) * max(scale, 1.0)
+    for a, b in zip(compiled, reference):
+        numpy.testing.assert_allclose(a, b, rtol=1e-5 if dtype == numpy.float32 else 1e-11, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+@pytest.mark.parametrize("lengths", list(CRF_LENGTHS.values()), ids=list(CRF_LENGTHS))
+def test_viterbi_paths_identical(monkeypatch, dtype, lengths):
+    rng = numpy.random.default_rng(6)
+    emissions, transition, lens = _crf_inputs(rng, lengths, 11, dtype)
+    emissions[0, 0, :3] = emissions[0, 0, 3]                   # ties go to the lowest tag on both
+    compiled, reference = _both(monkeypatch, lambda: [o.numpy() for o in F.viterbi_decode(
+        to_tensor(emissions), to_tensor(transition), lens)])
+    numpy.testing.assert_array_equal(compiled[1], reference[1])
+    numpy.testing.assert_allclose(compiled[0], reference[0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("lengths", list(CRF_LENGTHS.values()), ids=list(CRF_LENGTHS))
+def test_constrained_viterbi(monkeypatch, lengths):
+    """Allowed-mask decoding equals the NumPy kernel's and the -1e4 penalty form, and obeys the mask."""
+    rng = numpy.random.default_rng(7)
+    emissions, transition, lens = _crf_inputs(rng, lengths, 6, numpy.float32)
+    allowed = rng.random(transition.shape) > 0.3
+    allowed[:, 0] = True                                       # every step has an allowed way on
+    start, stop, trans = transition[0], transition[1], transition[2:]
+    compiled, reference = _both(monkeypatch, lambda: crf_kernel.viterbi_decode(emissions, lens, start, stop, trans,
+                                                                                allowed))
+    numpy.testing.assert_array_equal(compiled[1], reference[1])
+    numpy.testing.assert_allclose(compiled[0], reference[0], rtol=1e-6)
+    penalised = transition + numpy.where(allowed, 0, -1e4).astype(numpy.float32)
+    _, paths = crf_kernel.viterbi_decode(emissions, lens, penalised[0], penalised[1], penalised[2:])
+    numpy.testing.assert_array_equal(compiled[1], paths)
+    for n, length in enumerate(lens):
+        path = compiled[1][n, :length]
+        assert allowed[0, path[0]] and allowed[1, path[-1]]
+        assert all(allowed[2 + a, b] for a, b in zip(path[:-1], path[1:]))
+
+
+def test_numpy_choice_and_bad_value(monkeypatch):
+    monkeypatch.setenv(cpu.KERNELS_ENV, "numpy")
+    assert not cpu.enabled()
+    monkeypatch.setenv(cpu.KERNELS_ENV, "fortran")
+    with pytest.raises(ValueError, match="OAR_KERNELS"):
+        cpu.enabled()
+
+
+def _python(code, **env):
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **env})
+
+
+def test_unwritable_cache_compiles_in_memory(tmp_path):
+    """An $OAR_HOME that cannot hold the cache folder: one warning, the kernel runs and gives the NumPy result."""
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    code = ("import numpy; from framework.kernels.cpu import crf; from framework.kernels import crf as ref\n"
+            "rng = numpy.random.default_rng(0); e = rng.standard_normal((3, 5, 4)).astype(numpy.float32)\n"
+            "l = numpy.array([5, 1, 3]); t = rng.standard_normal((6, 4)).astype(numpy.float32)\n"
+            "s, p = crf.viterbi_decode(e, l, t[0], t[1], t[2:])\n"
+            "s0, p0 = ref._viterbi_numpy(e, l, t[0], t[1], t[2:])\n"
+            "assert (p == p0).all(), (p, p0); print('same')\n")
+    result = _python(code, OAR_HOME=str(blocker / "home"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "same"
+    assert result.stderr.count("cannot write the kernel cache folder") == 1, result.stderr
+    assert "compiling the CPU kernels" in result.stderr and "in memory" in result.stderr
+
+
+def test_numba_imported_lazily():
+    """Listing the zoo and a non-recurrent model never import Numba; a recurrent op does, unless OAR_KERNELS=numpy."""
+    code = ("import sys, io, contextlib, zoo.cli, framework\n"
+            "with contextlib.redirect_stdout(io.StringIO()): assert zoo.cli.main(['list']) == 0\n"
+            "from framework import nn; nn.Linear(3, 2)(framework.to_tensor([[1.0, 2.0, 3.0]]))\n"
+            "assert 'numba' not in sys.modules\n"
+            "from framework.nn import functional as F\n"
+            "F.dynamic_gru(framework.to_tensor([[[0.5] * 6]]), None, framework.to_tensor([[0.1] * 6] * 2))\n"
+            "print('numba' in sys.modules)\n")
+    compiled = _python(code)
+    assert compiled.returncode == 0, compiled.stderr
+    assert compiled.stdout.strip() == "True"
+    reference = _python(code, OAR_KERNELS="numpy")
+    assert reference.returncode == 0, reference.stderr
+    assert reference.stdout.strip() == "False"
