@@ -6,7 +6,7 @@ and line, a video, a weights file, a model name — derives from ``UserError``
 The ``oar`` command catches ``UserError`` once, at the top, and prints it as
 one line ``oar: error: …``; anything else is a bug and keeps its traceback.
 """
-__all__ = ["UserError", "InputError", "MissingFileError", "describe_os_error"]
+__all__ = ["UserError", "InputError", "MissingFileError", "FileFormatError", "ChecksumError", "describe_os_error"]
 
 
 class UserError(Exception):
@@ -38,6 +38,15 @@ class InputError(UserError, ValueError):
 
 class MissingFileError(UserError, FileNotFoundError):
     """A file or folder the user named (in a config, a flag, an input) does not exist; still a FileNotFoundError."""
+
+
+class FileFormatError(UserError, ValueError):
+    """A file that cannot be read as what it should be (truncated, garbage, another format); the message
+    names the file and what the reader found."""
+
+
+class ChecksumError(FileFormatError):
+    """A file whose sha256 is not the one recorded for it: changed or damaged since it was written."""
 
 
 def describe_os_error(err):

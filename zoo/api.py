@@ -12,10 +12,10 @@ from framework.engine import runner
 from framework.fetch import FetchError, sha256_of
 
 from . import exported
-from .catalog import ROOT, CatalogError, call_loader, card
+from .catalog import ROOT, CatalogError, card
 
 __all__ = ["load", "export", "RUNTIMES", "Task", "TASKS", "DEFAULT_MODELS", "WeightsError", "register_everything",
-           "task_name"]
+           "task_name", "LOADERS", "load_compressed_task", "model_card"]
 
 # The zoo's one task table: task -> its default model, the metrics `oar list` shows, the names it also answers to,
 # and whether its inputs are file paths (video, images) rather than text.
@@ -120,11 +120,66 @@ def _card_overrides(entry):
 RUNTIMES = ("oar", "onnxruntime")
 
 
+def _official_lac(entry):
+    """Baidu's official LAC, built from its fetched files (the ``official_lac`` loader)."""
+    from nlp.lac.task import load_official_task
+    return load_official_task()
+
+
+def load_compressed_task(cfg, weights):
+    """The task of ``cfg`` (the model's original config) with the compressed ``weights`` loaded, in eval mode."""
+    from framework.slim import load_compressed
+    register_everything()
+    _resolve_repo_files(cfg.get("task") or {})
+    task = runner.build_task(cfg)
+    load_compressed(task.model, weights, cfg.get("model"))
+    task.model.eval()
+    return task
+
+
+def _compressed(entry):
+    """A compressed card's task: its ``base_config`` with the card's overrides and its checked compressed
+    weights (the ``compressed`` loader)."""
+    cfg = load_config(os.path.join(ROOT, entry["base_config"]), _card_overrides(entry))
+    return load_compressed_task(cfg, _checked_weights(entry))
+
+
+# What a card's (or an export manifest's) ``loader`` may name: a fixed table in the code, so that no file can
+# choose code to import or run.
+LOADERS = {"official_lac": _official_lac, "compressed": _compressed}
+
+
+def _loader_task(entry):
+    """The task the card's named loader builds."""
+    if entry["loader"] not in LOADERS:
+        raise CatalogError(f"model {entry['name']!r}: unknown loader {entry['loader']!r} (the zoo's loaders: "
+                           f"{', '.join(LOADERS)})")
+    return LOADERS[entry["loader"]](entry)
+
+
+def model_card(name):
+    """The card of ``name``: a zoo model's, or the one an export directory recorded. A folder without a
+    manifest, a file or a missing path is refused as such rather than as an unknown model name."""
+    if exported.is_export(name):
+        return exported.card_of(name)
+    try:
+        return card(name)
+    except CatalogError:
+        if os.path.isdir(name):
+            raise exported.ExportError(f"{name} is a folder but not an oar export: it has no {exported.MANIFEST} "
+                                       f"(`oar export NAME --output DIR` writes one)") from None
+        if os.path.exists(name):
+            raise exported.ExportError(f"{name} is a file; give a zoo model name or an export directory") from None
+        if os.sep in name or "/" in name:
+            raise exported.ExportError(f"{name}: no such export directory") from None
+        raise
+
+
 def _built(entry):
     """``(task, cfg, weights path)`` of a card: built from its config with its checked weights, or by its
     loader (then cfg and weights are None)."""
     if "loader" in entry:
-        return call_loader(entry["loader"]), None, None
+        return _loader_task(entry), None, None
     cfg = load_config(os.path.join(ROOT, entry["config"]), _card_overrides(entry))
     _resolve_repo_files(cfg.get("task") or {})
     task = runner.build_task(cfg)
@@ -135,7 +190,8 @@ def _built(entry):
 
 def load(name, device="cpu", static=True, runtime="oar"):
     """A ready Task for the zoo model ``name`` (weights checked against the card's sha256), or for the export
-    directory ``name`` (``oar export``; no catalog needed).
+    directory ``name`` (``oar export``; no catalog needed, every file checked against the sha256 its
+    manifest records; ``runtime="onnxruntime"`` runs its ``model.onnx``).
 
     ``static`` (default) runs the model through programs traced on first use
     (:func:`framework.jit.to_static` with the task's ``dynamic_axes`` and the exact
@@ -147,12 +203,9 @@ def load(name, device="cpu", static=True, runtime="oar"):
     if runtime not in RUNTIMES:
         raise CatalogError(f"unknown runtime {runtime!r} (known: {', '.join(RUNTIMES)})")
     register_everything()
-    if os.path.isdir(name) and exported.is_export(name):
-        if runtime != "oar":
-            raise CatalogError("an export directory runs on the oar runtime (its model.onnx runs in any "
-                               "ONNX Runtime session)")
-        return exported.load_export(name, device)
-    entry = card(name)
+    if exported.is_export(name):
+        return exported.load_export(name, LOADERS, device, runtime)
+    entry = model_card(name)
     task, _, _ = _built(entry)
     return _ready(task, entry, device, static or runtime != "oar", runtime)
 

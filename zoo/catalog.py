@@ -4,9 +4,11 @@ A card says what a model is and where every number came from:
 
 - ``name``, ``task`` (the task it serves), ``description``;
 - either ``config`` (a YAML config under ``configs/``) plus ``weights``
-  (``{path, sha256}`` of a file shipped in the repo), or ``loader``
-  (``"module:function"`` returning a ready Task, e.g. converted official weights
-  fetched from their named source);
+  (``{path, sha256}`` of a file shipped in the repo), or ``loader``: the name
+  of one of the zoo's loaders, a fixed table in its code (:data:`zoo.api.LOADERS`:
+  ``official_lac`` builds Baidu's official LAC from its fetched files,
+  ``compressed`` a compressed card from its ``base_config`` and weights); a
+  card, like an export manifest, names a loader but never a module;
 - ``overrides`` (optional, with ``config``): ``key=value`` config overrides
   applied when the model is loaded, e.g. ``task.vocab=zoo/weights/…`` (a
   value naming a repository file is read from the repository root);
@@ -15,14 +17,13 @@ A card says what a model is and where every number came from:
 - ``metrics``: ``{split: ..., name: value, ...}`` measured by ``reproduce``, and ``date``.
 """
 import difflib
-import importlib
 import os
 
 import yaml
 from framework.errors import UserError
 from framework.serialization import atomic_write
 
-__all__ = ["CatalogError", "ROOT", "CATALOG_PATH", "cards", "card", "write_card", "call_loader"]
+__all__ = ["CatalogError", "ROOT", "CATALOG_PATH", "cards", "card", "write_card"]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CATALOG_PATH = os.path.join(ROOT, "zoo", "catalog.yaml")
@@ -45,6 +46,8 @@ def cards(path=CATALOG_PATH):
             raise CatalogError(f"{path}: entry {i} needs at least 'name' and 'task'")
         if ("config" in entry) == ("loader" in entry):
             raise CatalogError(f"{path}: card {entry['name']!r} needs exactly one of 'config' or 'loader'")
+        if "loader" in entry and not isinstance(entry["loader"], str):
+            raise CatalogError(f"{path}: card {entry['name']!r}: 'loader' must name one of the zoo's loaders")
         table[entry["name"]] = entry
     return table
 
@@ -72,8 +75,3 @@ def write_card(updated, path=CATALOG_PATH):
         f.write("# The zoo's model cards (see zoo/catalog.py). `oar reproduce NAME` rewrites metrics, weights and date.\n")
         yaml.safe_dump(entries, f, sort_keys=False, allow_unicode=True, width=100)
 
-
-def call_loader(spec):
-    """The ready Task a card's ``loader`` (``"module:function"``) returns."""
-    module_name, _, function = spec.partition(":")
-    return getattr(importlib.import_module(module_name), function)()

@@ -9,6 +9,7 @@ or for any error with ``--debug`` (or ``OAR_DEBUG=1``).
 import argparse
 import os
 import sys
+import warnings
 from importlib import metadata
 
 from framework import distributed
@@ -17,7 +18,7 @@ from framework.errors import UserError, describe_os_error
 from .commands import COMMANDS, Command, UsageError
 from .slim import command as compress_command
 
-__all__ = ["main", "build_parser", "guarded", "run_tool", "console"]
+__all__ = ["main", "build_parser", "guarded", "run_tool", "console", "one_line_warnings"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 130, 141
 COMPRESS = Command("compress", compress_command.HELP, compress_command.add_arguments, compress_command.run)
@@ -120,6 +121,7 @@ def main(argv=None, prog="oar"):
 def run_tool(function, prog=None):
     """Exit status of a ``tools/*.py`` script's ``function()`` under the same rule as ``oar`` (for ``sys.exit``)."""
     prog = prog or os.path.basename(sys.argv[0])
+    one_line_warnings(prog)
     try:
         return guarded(function, prog)
     except SystemExit as stop:
@@ -133,8 +135,16 @@ def _broken_pipe():
     return EXIT_BROKEN_PIPE
 
 
+def one_line_warnings(prog="oar"):
+    """Show warnings as one line ``PROG: warning: …`` on stderr (what the command's user reads), unless
+    ``OAR_DEBUG`` asks for the full form."""
+    if os.environ.get("OAR_DEBUG", "") in ("", "0"):
+        warnings.formatwarning = lambda message, category, filename, lineno, line=None: f"{prog}: warning: {message}\n"
+
+
 def console():
     """The ``oar`` console script."""
+    one_line_warnings()
     sys.exit(main())
 
 

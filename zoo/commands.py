@@ -21,7 +21,7 @@ from framework.engine import runner
 from framework.errors import UserError
 
 from . import exported
-from .api import RUNTIMES, TASKS, export, load, register_everything
+from .api import RUNTIMES, TASKS, export, load, model_card, register_everything
 from .catalog import card, cards
 from .inputs import count_lines, predict_in_order, read_lines, result_writer
 
@@ -245,7 +245,7 @@ def _check_input_kind(entry, args):
 
 def run(args):
     """Predict with a zoo model: one line per input (``--json``: one JSON object that echoes the input)."""
-    entry = exported.card_of(args.name) if exported.is_export(args.name) else card(args.name)
+    entry = model_card(args.name)
     if args.eager and args.runtime != "oar":
         raise UsageError("--eager runs oar's eager model; it does not go with --runtime onnxruntime")
     _check_input_kind(entry, args)

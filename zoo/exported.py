@@ -9,43 +9,59 @@
   plus ``weights.npz`` (the model's weights, which the task's own code reads
   beside the network, e.g. LAC's CRF transitions), ``program/`` (the traced
   network, :func:`framework.jit.save`), ``model.onnx`` with ``--format onnx``
-  and ``manifest.json``: ``{"format": "oar.export", "version": 1, "name",
-  "task", "card", "program", "weights", "onnx", "loader"}``. A model made by a
-  loader (the official LAC) records the loader instead of a config.
-  :func:`load_export` builds the task from it without the catalog and serves
-  its calls with the saved program.
+  and ``manifest.json``: ``{"format": "oar.export", "version": 2, "name",
+  "task", "card", "program", "weights", "onnx", "loader", "files"}``, where
+  ``files`` maps every file written (relative path) to its sha256. A model made
+  by a loader (the official LAC, the compressed cards) records the name of its
+  loader, a key of the zoo's fixed table (:data:`zoo.api.LOADERS`), instead of
+  a config.
+  :func:`load_export` builds the task from it without the catalog (a loader's
+  model from the catalog card of that name) and serves its calls with the saved
+  program, or with ``model.onnx`` in ONNX Runtime. An export directory is data:
+  nothing in it names code to run, every file is checked against its recorded
+  sha256 before it is read, and a path it names must lie inside it.
 - :func:`use_onnxruntime` exports a task's program once into
-  ``$OAR_HOME/onnx/<name>-<sha256 of the weights>.onnx`` and serves the task's
-  calls with ONNX Runtime (:class:`framework.onnx.OnnxProgram`).
+  ``$OAR_HOME/onnx/<name>-<sha256 of the weights>.onnx`` (with the sha256 of the
+  model and its sidecar recorded beside it) and serves the task's calls with
+  ONNX Runtime (:class:`framework.onnx.OnnxProgram`). A cache entry that fails
+  its sha256 or does not load is dropped and exported again, with a warning.
 """
+import contextlib
 import hashlib
 import json
 import os
 import shutil
 import tempfile
+import warnings
 
 from framework import jit
+from framework.checked import check_sha256, is_sha256, path_inside, read_json
 from framework.config import load_config
 from framework.engine import runner
-from framework.engine.run_dir import RUN_CONFIG, run_config, save_run
+from framework.engine.run_dir import RUN_ASSETS, RUN_CONFIG, run_config, save_run
+from framework.jit.files import GRAPH_FILE, WEIGHTS_FILE
 from framework.errors import MissingFileError, UserError
-from framework.fetch import file_lock, oar_home
+from framework.fetch import file_lock, oar_home, sha256_of
 from framework.serialization import atomic_write
 
-from .catalog import call_loader
+from .catalog import card
 
-__all__ = ["ExportError", "trace_task", "write_export", "load_export", "is_export", "card_of", "use_onnxruntime",
-           "MANIFEST", "SAMPLE_TEXTS", "SAMPLE_PAIRS"]
+__all__ = ["ExportError", "CacheWarning", "trace_task", "write_export", "read_manifest", "load_export", "is_export",
+           "card_of", "use_onnxruntime", "MANIFEST", "SAMPLE_TEXTS", "SAMPLE_PAIRS"]
 
 MANIFEST = "manifest.json"
 FORMAT = "oar.export"
-VERSION = 1
+VERSION = 2
 SAMPLE_TEXTS = ["今天是个好日子，我们去北京天安门看升旗。"]
 SAMPLE_PAIRS = [["今天天气很好", "今天天气很好啊"]]
 
 
 class ExportError(UserError, ValueError):
     """A model that cannot be exported, or an export directory that cannot be read; the message says why."""
+
+
+class CacheWarning(UserWarning):
+    """A file oar made in ``$OAR_HOME`` that failed its check or did not load, and is made again."""
 
 
 def _sample(task_kind, workdir):
@@ -65,8 +81,14 @@ def trace_task(task, task_kind):
     """The program ``task.model`` (a :class:`~framework.jit.StaticLayer`) traces on a sample of its inputs."""
     if not isinstance(task.model, jit.StaticLayer):
         raise ExportError("the task's model does not run through programs (load it with static=True)")
-    with tempfile.TemporaryDirectory() as workdir:
-        task.predict(_sample(task_kind, workdir))
+    # traced here, not read from the program cache: a program read back lacks the trace-time shapes ONNX export needs
+    settings = vars(task.model)                 # a StaticLayer forwards attribute writes to its layer
+    cache_dir, settings["cache_dir"] = settings.get("cache_dir"), None
+    try:
+        with tempfile.TemporaryDirectory() as workdir:
+            task.predict(_sample(task_kind, workdir))
+    finally:
+        settings["cache_dir"] = cache_dir
     if task.model.fallbacks:
         raise ExportError(f"the model cannot be traced: {next(iter(task.model.fallbacks.values()))}")
     if len(task.model.programs) != 1:
@@ -78,6 +100,18 @@ def _write_json(path, value):
     with atomic_write(path) as f:
         json.dump(value, f, ensure_ascii=False, indent=1)
         f.write("\n")
+
+
+def _file_record(directory):
+    """``{relative path: sha256}`` of every file under ``directory`` but the manifest (``/``-separated)."""
+    record = {}
+    for folder, _, names in os.walk(directory):
+        for name in names:
+            path = os.path.join(folder, name)
+            relative = os.path.relpath(path, directory).replace(os.sep, "/")
+            if relative != MANIFEST:
+                record[relative] = sha256_of(path)
+    return dict(sorted(record.items()))
 
 
 def write_export(task, entry, cfg, weights, output, task_kind, formats=("oar",)):
@@ -97,51 +131,120 @@ def write_export(task, entry, cfg, weights, output, task_kind, formats=("oar",))
         from framework import onnx
         onnx.export(program, os.path.join(output, "model.onnx"))
         manifest["onnx"] = "model.onnx"
+    manifest["files"] = _file_record(output)
     _write_json(os.path.join(output, MANIFEST), manifest)
     return manifest
 
 
 def is_export(path):
-    """True when ``path`` is an export directory."""
-    return os.path.isfile(os.path.join(path, MANIFEST))
+    """True when ``path`` is an export directory (a folder holding a ``manifest.json``)."""
+    return os.path.isdir(path) and os.path.isfile(os.path.join(path, MANIFEST))
 
 
 def card_of(directory):
-    """The model card an export directory recorded."""
-    manifest = _read_manifest(directory)
-    return manifest.get("card") or {"name": manifest.get("name"), "task": manifest.get("task")}
+    """The model card an export directory recorded (at least its ``name`` and ``task``)."""
+    manifest = read_manifest(directory)
+    return {**(manifest["card"] or {}), "name": manifest["name"], "task": manifest["task"]}
 
 
-def _read_manifest(directory):
+# what each manifest field must be: (JSON types, whether it may be null)
+_FIELDS = {"name": (str, False), "task": (str, False), "card": (dict, True), "program": (str, False),
+           "weights": (str, True), "onnx": (str, True), "loader": (str, True), "files": (dict, False)}
+
+
+def read_manifest(directory):
+    """The manifest of the export directory ``directory``, its fields checked (module docstring); an
+    ExportError names the file and the field at fault."""
     path = os.path.join(directory, MANIFEST)
-    try:
-        with open(path, encoding="utf-8") as f:
-            manifest = json.load(f)
-    except (OSError, ValueError) as err:
-        raise ExportError(f"cannot read {path}: {err}") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
-        raise ExportError(f"{path} is not an oar export manifest of version {VERSION}")
+    if not os.path.isfile(path):
+        raise ExportError(f"{directory} is not an oar export: it has no {MANIFEST} (`oar export NAME --output "
+                          f"DIR` writes one)")
+    manifest = read_json(path, what="an oar export manifest")
+    if manifest.get("format") != FORMAT:
+        raise ExportError(f"{path} is not an oar export manifest (format {manifest.get('format')!r})")
+    if manifest.get("version") != VERSION:
+        raise ExportError(f"{path}: export format version {manifest.get('version')!r}; this oar reads version "
+                          f"{VERSION} (export the model again with `oar export`)")
+    for field, (kind, nullable) in _FIELDS.items():
+        value = manifest.get(field)
+        if not (isinstance(value, kind) or (nullable and value is None)):
+            raise ExportError(f"{path}: {field!r} must be a JSON {'object' if kind is dict else 'string'}"
+                              f"{' or null' if nullable else ''}, got {value!r:.80}")
+    for name, digest in manifest["files"].items():
+        if not is_sha256(digest):
+            raise ExportError(f"{path}: files[{name!r}] must be a sha256 (64 hex digits), got {digest!r:.80}")
     return manifest
 
 
-def load_export(directory, device="cpu"):
-    """The task of an export directory (module docstring), its model served by the saved program."""
-    manifest = _read_manifest(directory)
-    if manifest.get("loader"):
-        task = call_loader(manifest["loader"])
-        task.model.eval()
-    else:
-        config_path = os.path.join(directory, RUN_CONFIG)
-        if not os.path.isfile(config_path):
-            raise MissingFileError(f"{directory} has no {RUN_CONFIG}: not a whole export directory")
-        cfg = run_config(load_config(config_path), directory)
-        task = runner.load_task(cfg, os.path.join(directory, str(manifest.get("weights"))))
+def _checked_files(directory, manifest, needed):
+    """``{role: path}`` of the files ``needed`` (``{role: relative path}``), after checking every file the
+    manifest lists against its sha256; a needed file the manifest has no sha256 for is refused."""
+    record = os.path.join(directory, MANIFEST)
+    for name, digest in manifest["files"].items():
+        check_sha256(path_inside(directory, name, record), digest, record)
+    unlisted = sorted(name for name in needed.values() if name not in manifest["files"])
+    if unlisted:
+        raise ExportError(f"{record} records no sha256 for {', '.join(unlisted)}; refusing to read a file "
+                          f"it does not vouch for (export the model again)")
+    return {role: path_inside(directory, name, record) for role, name in needed.items()}
+
+
+def _needed(directory, manifest, runtime):
+    """``{role: relative path}`` of the files :func:`load_export` reads from ``directory``."""
+    program = manifest["program"].rstrip("/")
+    needed = {"graph": f"{program}/{GRAPH_FILE}", "values": f"{program}/{WEIGHTS_FILE}"}
+    if manifest["loader"] is None:
+        if manifest["weights"] is None:
+            raise ExportError(f"{os.path.join(directory, MANIFEST)} names neither weights nor a loader")
+        needed.update(config=RUN_CONFIG, weights=manifest["weights"])
+        if os.path.exists(os.path.join(directory, RUN_ASSETS)):
+            needed["assets"] = RUN_ASSETS
+    if runtime == "onnxruntime":
+        if manifest["onnx"] is None:
+            raise ExportError(f"{directory} holds no ONNX model; export it with `oar export NAME --format onnx` "
+                              f"to run it on ONNX Runtime")
+        needed.update(onnx=manifest["onnx"], sidecar=manifest["onnx"] + ".json")
+    return needed
+
+
+def _loaded_task(directory, manifest, paths, loaders):
+    """The eager task of an export: built from its config and weights, or by the named loader of the
+    fixed table ``loaders`` for the catalog card of the export's name."""
+    key = manifest["loader"]
+    if key is None:
+        cfg = run_config(load_config(paths["config"]), directory)
+        return runner.load_task(cfg, paths["weights"])
+    record = os.path.join(directory, MANIFEST)
+    if key not in loaders:
+        raise ExportError(f"{record} names the loader {key!r:.80}, which is not one of oar's "
+                          f"({', '.join(loaders)}); an export names a loader, it cannot bring code")
+    entry = card(manifest["name"])
+    if entry.get("loader") != key:
+        raise ExportError(f"{record} names the loader {key!r} for {manifest['name']!r}, whose card has "
+                          f"{entry.get('loader')!r}")
+    task = loaders[key](entry)
+    task.model.eval()
+    return task
+
+
+def load_export(directory, loaders, device="cpu", runtime="oar"):
+    """The task of an export directory (module docstring), its model served by the saved program (``runtime
+    "onnxruntime"``: by its ``model.onnx``). ``loaders``: the fixed table of named loaders
+    (:data:`zoo.api.LOADERS`) a manifest may choose from. Every file is checked before it is read."""
+    manifest = read_manifest(directory)
+    paths = _checked_files(directory, manifest, _needed(directory, manifest, runtime))
+    task = _loaded_task(directory, manifest, paths, loaders)
     if device and device != "cpu":
         task.model.to(device)
     task.model = jit.to_static(task.model, dynamic_axes=task.dynamic_axes, passes=jit.EXACT_PASSES)
-    task.model.add_program(jit.load(os.path.join(directory, str(manifest.get("program"))), device=device))
+    program = jit.load(os.path.dirname(paths["graph"]), device=device)
+    if runtime == "onnxruntime":
+        from framework import onnx
+        task.model.add_program(onnx.OnnxProgram(paths["onnx"]), program.inputs)
+    else:
+        task.model.add_program(program)
     task.device = device
-    task.card = manifest.get("card") or {"name": manifest.get("name")}
+    task.card = manifest["card"] or {"name": manifest["name"], "task": manifest["task"]}
     return task
 
 
@@ -154,15 +257,48 @@ def _weights_digest(program):
     return digest.hexdigest()
 
 
+def _cache_files(path):
+    """The files of the ONNX cache entry ``path``: the model, its sidecar and the record of their sha256s."""
+    from framework.onnx.runtime import sidecar_path
+    return path, sidecar_path(path), path + ".sha256.json"
+
+
+def _cached_session(path):
+    """The OnnxProgram of the cache entry ``path`` after checking it against its record; raises a UserError
+    when the entry is missing, fails its check or does not load."""
+    from framework import onnx
+    model, sidecar, record = _cache_files(path)
+    recorded = read_json(record, what="a cache record")
+    for file in (model, sidecar):
+        check_sha256(file, recorded.get(os.path.basename(file)), record)
+    return onnx.OnnxProgram(model)
+
+
+def _onnx_session(program, path):
+    """The ONNX Runtime session of ``program``, from its cache entry ``path`` (exported first when absent;
+    an entry that fails its check or does not load is dropped, with a warning, and exported again)."""
+    from framework import onnx
+    files = _cache_files(path)
+    if any(os.path.exists(f) for f in files):
+        try:
+            return _cached_session(path)
+        except UserError as err:
+            warnings.warn(f"{err}; dropping this cached ONNX model and exporting it again", CacheWarning)
+            for file in files:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(file)
+    onnx.export(program, path)
+    _write_json(files[2], {os.path.basename(f): sha256_of(f) for f in files[:2]})
+    return _cached_session(path)
+
+
 def use_onnxruntime(task, name, task_kind):
     """Serve ``task``'s model calls with ONNX Runtime: the traced program exported once into
     ``$OAR_HOME/onnx`` (named by the model and the sha256 of its weights) and reused after."""
-    from framework import onnx
     program = trace_task(task, task_kind)
     path = os.path.join(oar_home(), "onnx", f"{name}-{_weights_digest(program)[:16]}.onnx")
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    with file_lock(path + ".lock"):
-        if not (os.path.isfile(path) and os.path.isfile(path + ".json")):
-            onnx.export(program, path)
-    task.model.add_program(onnx.OnnxProgram(path), program.inputs)
+    with file_lock(path):
+        session = _onnx_session(program, path)
+    task.model.add_program(session, program.inputs)
     return path

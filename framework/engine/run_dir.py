@@ -10,7 +10,8 @@ the task read or built, :meth:`framework.engine.Task.save_assets`) and
 sha256 and the value the config gave. Checkpoints carry the same record.
 :func:`run_config` turns the config a user gives ``oar eval|infer`` into the
 one to build the task from: the run's ``task`` and ``model`` sections (what
-the weights were trained with) with the given data and train sections.
+the weights were trained with) with the given data and train sections; every
+copy it names must lie inside the directory and still have its recorded sha256.
 :func:`load_weights` with the task refuses weights whose recorded files differ
 from those the task reads.
 """
@@ -22,6 +23,7 @@ import tempfile
 
 import yaml
 
+from ..checked import check_sha256, is_sha256, path_inside, read_json
 from ..config import ConfigError, SOURCE_KEY, load_config
 from ..errors import describe_os_error
 from ..fetch import sha256_of
@@ -187,8 +189,8 @@ def run_config(cfg, output_dir):
     trained = copy.deepcopy(sections)                 # the sections as the training config gave them
     for key, entry in manifest.items():
         value = entry.get("value")
-        _set_key(sections, key, [_inside(v, output_dir) for v in value] if isinstance(value, list)
-                 else _inside(value, output_dir))
+        paths = _checked_copies(key, entry, output_dir)
+        _set_key(sections, key, paths if isinstance(value, list) else paths[0])
         if "given" in entry:
             _set_key(trained, key, entry["given"])
         else:
@@ -204,8 +206,24 @@ def run_config(cfg, output_dir):
     return {**cfg, **sections}
 
 
-def _inside(value, directory):
-    return value if value is None or os.path.isabs(value) else os.path.join(directory, value)
+def _checked_copies(key, entry, directory):
+    """The paths of the copies ``assets.json`` lists for config ``key`` (None for a key no longer needed),
+    each a file inside ``directory`` whose sha256 is the recorded one."""
+    record = os.path.join(directory, RUN_ASSETS)
+    names, digests = _listed(entry.get("value")), _listed(entry.get("sha256"))
+    if len(names) != len(digests):
+        raise ConfigError(f"{record}: {key} lists {len(names)} files and {len(digests)} sha256s")
+    paths = []
+    for name, digest in zip(names, digests):
+        if name is None:
+            paths.append(None)
+            continue
+        path = path_inside(directory, name, f"{record} ({key})")
+        if not is_sha256(digest):
+            raise ConfigError(f"{record}: {key} records {digest!r} as the sha256 of {name}, not a sha256")
+        check_sha256(path, digest, record)
+        paths.append(path)
+    return paths
 
 
 def _read_manifest(output_dir):
@@ -213,12 +231,8 @@ def _read_manifest(output_dir):
     path = os.path.join(output_dir, RUN_ASSETS)
     if not os.path.isfile(path):
         return {}
-    try:
-        with open(path, encoding="utf-8") as f:
-            manifest = json.load(f)
-    except (OSError, ValueError) as err:
-        raise ConfigError(f"cannot read {path}: {err}") from None
-    if not isinstance(manifest, dict) or not all(isinstance(v, dict) for v in manifest.values()):
+    manifest = read_json(path, what="a run's asset record")
+    if not all(isinstance(v, dict) for v in manifest.values()):
         raise ConfigError(f"{path}: expected a mapping of config keys to file records")
     return manifest
 

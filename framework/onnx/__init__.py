@@ -13,9 +13,9 @@ This package imports without onnx and onnxruntime; using ``export``,
 ``OnnxProgram`` or ``CONVERTERS`` without them raises
 :class:`MissingExportDependency`, which names the ``export`` extra.
 """
-from .errors import ExportError, MissingExportDependency, UnsupportedOpError, require
+from .errors import ExportError, MissingExportDependency, OnnxModelError, UnsupportedOpError, require
 
-__all__ = ["export", "OnnxProgram", "CONVERTERS", "ExportReport", "ExportError", "UnsupportedOpError",
+__all__ = ["export", "OnnxProgram", "OnnxModelError", "CONVERTERS", "ExportReport", "ExportError", "UnsupportedOpError",
            "MissingExportDependency"]
 
 

@@ -6,18 +6,20 @@ structure, the program's tree with ``{"output": name}`` leaves (``{"tuple":
 [...]}``, lists, ``{"dict": {...}}``). ``OnnxProgram(path)(**named_arrays)``
 checks the inputs' dtypes and ranks, runs the session and rebuilds that
 structure, so a caller of a :class:`~framework.jit.Program` can use it as is.
-Only onnxruntime is needed here (not onnx).
+A sidecar or model that cannot be read (truncated, garbage, another layout) and
+an error of ONNX Runtime while running are one :class:`OnnxModelError` naming
+the file. Only onnxruntime is needed here (not onnx).
 """
-import json
 import os
 
 import numpy
 
 from .. import backend
+from ..checked import read_json
 from ..errors import InputError
 from ..tensor import Tensor
 from ..jit.program import build_outputs
-from .errors import require
+from .errors import OnnxModelError, reading_model, require
 
 __all__ = ["OnnxProgram", "name_outputs", "output_leaves", "sidecar_path"]
 
@@ -67,6 +69,40 @@ def output_leaves(tree, values):
     return [(tree["output"], values)]
 
 
+def _leaf_names(tree, where):
+    """The leaf names of an output structure (module docstring); OnnxModelError when ``tree`` is not one."""
+    if tree is None:
+        return []
+    if isinstance(tree, list):
+        return [name for sub in tree for name in _leaf_names(sub, where)]
+    if isinstance(tree, dict) and len(tree) == 1:
+        (kind, body), = tree.items()
+        if kind == "output" and isinstance(body, str):
+            return [body]
+        if kind == "tuple" and isinstance(body, list):
+            return _leaf_names(body, where)
+        if kind == "dict" and isinstance(body, dict):
+            return _leaf_names(list(body.values()), where)
+    raise OnnxModelError(f"{where}: the sidecar's outputs hold {tree!r:.80}, not an output structure")
+
+
+def _checked_meta(meta, where):
+    """``(inputs, outputs)`` of a sidecar dict, every field checked; OnnxModelError names ``where``."""
+    inputs = meta.get("inputs") if isinstance(meta, dict) else None
+    good = isinstance(inputs, list) and all(
+        isinstance(s, dict) and isinstance(s.get("name"), str) and isinstance(s.get("shape"), list)
+        and isinstance(s.get("dtype"), str) for s in inputs)
+    if good:
+        try:
+            for spec in inputs:
+                numpy.dtype(spec["dtype"])
+        except TypeError:
+            good = False
+    if not good:
+        raise OnnxModelError(f"the sidecar of {where} lists no inputs as [{{name, dtype, shape}}, …]")
+    return inputs, meta.get("outputs")
+
+
 def _threads():
     """ONNX Runtime's intra-op threads: ``OAR_NUM_THREADS``, else ``OMP_NUM_THREADS``, else 0 (its own choice,
     one per physical core), so a one-thread benchmark or server runs ONNX Runtime on one thread as it does BLAS."""
@@ -84,30 +120,38 @@ class OnnxProgram:
 
     def __init__(self, path, providers=None):
         path = os.fspath(path)
-        with open(sidecar_path(path), encoding="utf-8") as f:
-            meta = json.load(f)
-        self._start(path, meta, providers)
+        meta = read_json(sidecar_path(path), what="the sidecar of an oar ONNX export")
+        self._start(path, meta, providers, path)
 
     @classmethod
     def from_bytes(cls, model, meta, providers=None):
         """An OnnxProgram of a serialized model and its sidecar dict, nothing read from disk."""
         program = cls.__new__(cls)
-        program._start(model, meta, providers)
+        program._start(model, meta, providers, "<bytes>")
         return program
 
-    def _start(self, model, meta, providers):
+    def _start(self, model, meta, providers, where):
         ort = require("onnxruntime")
+        self.path = where
+        self.inputs, self.outputs = _checked_meta(meta, where)
         options = ort.SessionOptions()
         options.log_severity_level = 3
         options.intra_op_num_threads = _threads()
-        self.session = ort.InferenceSession(model, options, providers=providers or ["CPUExecutionProvider"])
-        self.inputs = meta["inputs"]
-        self.outputs = meta["outputs"]
-        self._output_names = [o.name for o in self.session.get_outputs()]
+        with reading_model(where):
+            self.session = ort.InferenceSession(model, options, providers=providers or ["CPUExecutionProvider"])
+            self._output_names = [o.name for o in self.session.get_outputs()]
+            inputs = {i.name for i in self.session.get_inputs()}
+        missing = sorted({s["name"] for s in self.inputs} - inputs) + \
+            sorted(set(_leaf_names(self.outputs, where)) - set(self._output_names))
+        if missing:
+            raise OnnxModelError(f"the ONNX model {where} has no inputs or outputs named {missing}, which its "
+                                 f"sidecar lists")
 
     def run_flat(self, *args, **kwargs):
         """``{output name: array}`` for inputs by position (traced order) or by name."""
-        return dict(zip(self._output_names, self.session.run(self._output_names, self._feed(args, kwargs))))
+        feed = self._feed(args, kwargs)
+        with reading_model(self.path, "run"):
+            return dict(zip(self._output_names, self.session.run(self._output_names, feed)))
 
     def __call__(self, *args, **kwargs):
         """Run the model -> NumPy arrays in the program's output structure."""

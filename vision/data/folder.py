@@ -24,9 +24,15 @@ class ImageDataError(UserError, ValueError):
     """An image cannot be decoded, or a folder holds no usable images; the message names the path."""
 
 
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
 def decode_image(data, name="<bytes>"):
     """Encoded image bytes -> uint8 RGB array (H, W, 3); ``name`` appears in errors."""
     cv2 = require_cv2()
+    if data.startswith(_PNG_SIGNATURE) and b"IEND" not in data[-64:]:    # libpng would print its own line first
+        raise ImageDataError(f"cannot decode image {name} ({len(data)} bytes): a PNG file that ends before its "
+                             f"IEND chunk (truncated?)")
     buffer = numpy.frombuffer(data, dtype=numpy.uint8)
     image = cv2.imdecode(buffer, cv2.IMREAD_COLOR) if buffer.size else None
     if image is None:

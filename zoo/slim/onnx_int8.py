@@ -20,6 +20,7 @@ import os
 import shutil
 import sys
 
+from framework.onnx.errors import reading_model
 from framework.onnx.runtime import sidecar_path
 
 __all__ = ["quantize_onnx", "METHODS"]
@@ -46,7 +47,7 @@ def quantize_onnx(float_path, int8_path, mode, feeds=(), method="kl"):
     ``mode`` ``static`` with the calibration ``feeds`` (list of ``{input name: array}``) and ``method``,
     or ``dynamic``. The sidecar is copied, so :class:`framework.onnx.OnnxProgram` runs the result."""
     from onnxruntime import quantization as q
-    with contextlib.redirect_stdout(sys.stderr):                 # its calibration prints progress on stdout
+    with contextlib.redirect_stdout(sys.stderr), reading_model(float_path, "quantise"):   # it prints on stdout
         _quantize(q, float_path, int8_path, mode, feeds, method)
     shutil.copyfile(sidecar_path(float_path), sidecar_path(int8_path))
     return os.path.getsize(int8_path)
