@@ -19,6 +19,7 @@ import difflib
 import inspect
 
 from .config import ConfigError, check_keys, check_type, signature_keys
+from .ranges import COMMON, check_range
 
 __all__ = ["Registry", "RegistryError", "MODELS", "DATASETS", "METRICS", "TASKS", "TRANSFORMS",
            "OPTIMIZERS", "SCHEDULERS"]
@@ -86,8 +87,9 @@ class Registry:
 
         ``defaults`` fill in keys that ``cfg`` lacks. The keys are checked against
         the builder's signature (unknown key: an error naming the key, the type,
-        ``where`` and the closest valid key) and values against its annotations
-        and numeric/bool/str defaults (see :func:`framework.config.check_type`).
+        ``where`` and the closest valid key), values against its annotations
+        and numeric/bool/str defaults (see :func:`framework.config.check_type`)
+        and numbers against their setting's range (:data:`framework.ranges.COMMON`).
         ``where`` describes the config's place (e.g. ``config.location(cfg, "model")``).
         """
         place = where or f"a {self.name} config"
@@ -103,6 +105,9 @@ class Registry:
         for key, expected in _expected_types(builder).items():
             if key in args:
                 check_type(args[key], expected, key, place)
+        for key, value in args.items():
+            if key in COMMON:
+                check_range(value, COMMON[key], f"'{key}'", place)
         return builder(**{**defaults, **args})
 
 

@@ -29,6 +29,7 @@ from ..io import DataLoader, DistributedBatchSampler
 from ..io.dataset import is_iterable_dataset
 from ..optimizer import ClipGradByGlobalNorm
 from ..progress import progress_bar
+from ..ranges import COMMON, COUNT, NONNEGATIVE, POSITIVE, check_range
 from ..registry import DATASETS, METRICS, MODELS, OPTIMIZERS, SCHEDULERS, TASKS
 from .checkpoint import load_checkpoint, restore_model
 from .run_dir import RUN_ASSETS, RUN_CONFIG, check_assets, make_output_dir, run_config, save_run
@@ -50,8 +51,9 @@ _TRAIN_TYPES = {"epochs": int, "max_steps": int, "batch_size": int, "eval_batch_
                 "metric": str, "metric_mode": str, "early_stop": int, "log_every": int, "seed": int,
                 "lr_step": str, "grad_clip": float, "num_workers": int, "worker_type": str, "prefetch": int,
                 "shuffle": bool, "drop_last": bool, "sync_bn": bool, "amp": (bool, dict)}
-_TRAIN_MINIMUM = {"epochs": 1, "max_steps": 1, "batch_size": 1, "eval_batch_size": 1, "eval_every": 1,
-                  "early_stop": 1, "log_every": 1, "num_workers": 0, "prefetch": 1, "seed": 0}
+_TRAIN_RANGES = {**dict.fromkeys(("epochs", "max_steps", "batch_size", "eval_batch_size", "eval_every", "early_stop",
+                                  "log_every", "prefetch"), COUNT),
+                 "num_workers": NONNEGATIVE, "seed": NONNEGATIVE, "grad_clip": POSITIVE}
 _TRAIN_CHOICES = {"metric_mode": ("max", "min"), "lr_step": ("epoch", "step"), "worker_type": ("thread", "process")}
 
 
@@ -79,14 +81,13 @@ def check_sections(cfg):
 
 
 def _check_value(key, value, where):
-    """One rule for every train setting: counts have a minimum, choices a list, ``grad_clip`` is positive."""
-    if key in _TRAIN_MINIMUM and value < _TRAIN_MINIMUM[key]:
-        raise ConfigError(f"train.{key} must be at least {_TRAIN_MINIMUM[key]}, got {value} ({where})")
+    """One rule for every train setting: numbers have a range (counts a minimum, ``grad_clip`` is positive),
+    choices a list."""
+    if key in _TRAIN_RANGES:
+        check_range(value, _TRAIN_RANGES[key], f"train.{key}", where)
     if key in _TRAIN_CHOICES and value not in _TRAIN_CHOICES[key]:
         raise ConfigError(f"train.{key} must be one of {', '.join(map(repr, _TRAIN_CHOICES[key]))}, "
                           f"got {value!r} ({where})")
-    if key == "grad_clip" and value <= 0:
-        raise ConfigError(f"train.grad_clip must be positive (or null for none), got {value} ({where})")
 
 
 def build_task(cfg):
@@ -141,6 +142,7 @@ def build_scheduler(cfg):
         return None
     base = check_type((cfg.get("optimizer") or {}).get("learning_rate", 0.001), float, "learning_rate",
                       location(cfg, "optimizer"))
+    check_range(base, COMMON["learning_rate"], "'learning_rate'", location(cfg, "optimizer"))
 
     def build(section, where):
         section = dict(section)

@@ -11,12 +11,16 @@
                features: [{student: LAYER, teacher: LAYER, weight: 1.0}]}
     finetune: [train.epochs=6, ...]     # overrides of the model's config for fine-tuning / training
 
-Unknown keys and values of the wrong type are one error naming the key and the file.
+Unknown keys, values of the wrong type and numbers outside their setting's range
+(one rule per setting, :data:`RANGES`: ratios and targets in (0, 1), sample
+counts at least 1, ``alpha`` in [0, 1], a positive temperature) are one error
+naming the key and the file.
 """
 from framework.config import SOURCE_KEY, check_keys, check_type, load_config
+from framework.ranges import COUNT, FRACTION, NONNEGATIVE, POSITIVE, PROBABILITY, check_range
 from framework.slim import SlimError
 
-__all__ = ["STRATEGIES", "DEFAULTS", "load_settings"]
+__all__ = ["STRATEGIES", "DEFAULTS", "RANGES", "load_settings"]
 
 DEFAULTS = {
     "prune": {"mode": "sensitivity", "criterion": "l1_norm", "flops_target": 0.5, "ratio": None,
@@ -32,6 +36,10 @@ _TYPES = {"mode": str, "criterion": str, "flops_target": float, "ratio": float, 
           "calibration_samples": int, "onnx": str, "teacher": str, "inputs": list, "label": str,
           "temperature": float, "alpha": float, "features": list}
 _CHOICES = {"mode": ("sensitivity", "uniform"), "criterion": ("l1_norm",), "onnx": ("static", "dynamic")}
+# The numbers each setting takes (a list setting: each of its items)
+RANGES = {"flops_target": FRACTION, "ratio": FRACTION, "ratios": FRACTION, "max_ratio": FRACTION,
+          "dev_samples": COUNT, "calibration_samples": COUNT, "temperature": POSITIVE, "alpha": PROBABILITY}
+_FEATURE_RANGES = {"weight": NONNEGATIVE}
 
 
 def load_settings(path, overrides=()):
@@ -51,6 +59,12 @@ def load_settings(path, overrides=()):
             check_type(value, _TYPES[key], key, where)
             if key in _CHOICES and value not in _CHOICES[key]:
                 raise SlimError(f"{strategy}.{key} must be one of {', '.join(_CHOICES[key])}, got {value!r} ({path})")
+            if key in RANGES:
+                check_range(value, RANGES[key], f"{strategy}.{key}", path, SlimError)
+    for index, feature in enumerate(section.get("features") or []):
+        for key, rule in _FEATURE_RANGES.items():
+            if isinstance(feature, dict):
+                check_range(feature.get(key), rule, f"{strategy}.features[{index}].{key}", path, SlimError)
     finetune = raw.get("finetune") or []
     if not isinstance(finetune, list) or not all(isinstance(item, str) and "=" in item for item in finetune):
         raise SlimError(f"{path}: finetune must be a list of key=value overrides, got {finetune!r}")
