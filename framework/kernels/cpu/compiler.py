@@ -151,11 +151,18 @@ def _gemm_loops(m, a, b, trans_b, beta, out):
                 for k in range(inner):
                     acc += a[i, k] * b[j, k]
                 out[i, j] = acc
-        else:
-            for k in range(inner):
+        else:                                   # four rows of b per pass: a quarter of the loads/stores of out
+            k = 0
+            while k + 4 <= inner:
+                x0, x1, x2, x3 = a[i, k], a[i, k + 1], a[i, k + 2], a[i, k + 3]
+                for j in range(cols):
+                    out[i, j] += x0 * b[k, j] + x1 * b[k + 1, j] + x2 * b[k + 2, j] + x3 * b[k + 3, j]
+                k += 4
+            while k < inner:
                 x = a[i, k]
                 for j in range(cols):
                     out[i, j] += x * b[k, j]
+                k += 1
 
 
 def gemm(m, a, b, trans_b, beta, out):

@@ -91,20 +91,20 @@ def _viterbi_rows(emissions, lengths, start, stop, trans, constrained, allowed, 
                     a = alpha[i]
                     for j in range(k):
                         s = a + trans[i, j]
-                        if allowed[2 + i, j] and s > best[j]:
-                            best[j] = s
-                            bp[j] = i
+                        take = allowed[2 + i, j] and s > best[j]
+                        best[j] = s if take else best[j]
+                        bp[j] = i if take else bp[j]
             else:
                 for j in range(k):
                     best[j] = alpha[0] + trans[0, j]
                     bp[j] = 0
-                for i in range(1, k):
+                for i in range(1, k):          # selects, not branches: vectorised over j
                     a = alpha[i]
                     for j in range(k):
                         s = a + trans[i, j]
-                        if s > best[j]:
-                            best[j] = s
-                            bp[j] = i
+                        take = s > best[j]
+                        best[j] = s if take else best[j]
+                        bp[j] = i if take else bp[j]
             for j in range(k):
                 alpha[j] = best[j] + emissions[r, t, j]
         tag = 0
