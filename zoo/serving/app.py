@@ -7,12 +7,16 @@ Routes (``docs/SERVING.md`` has the reference):
 - ``GET /v1/models``, ``GET /v1/models/{name}``, ``GET /healthz``, ``GET /readyz``, ``GET /metrics``
 
 A refusal is ``{"error": …, "detail": …}`` with its status (400 bad input,
-403 a path the server may not read, 404 unknown model or route, 405, 413 body
-too large, 503 model not ready or queue full, with ``Retry-After``, 504 past
-the timeout); a failure of the server's own is a 500 with no traceback (the
-traceback goes to the server's log). Models load on a thread after start-up,
-so ``/healthz`` answers at once and ``/readyz`` turns 200 when every model has
-run its warm-up batch.
+403 a path the server may not read, 404 unknown model or route, 405 a route
+asked with another method, with ``Allow``, 413 body too large, 503 model not
+ready or queue full, with ``Retry-After``, 504 past the timeout); a failure of
+the server's own is a 500 with no traceback (the traceback goes to the server's
+log). No answer names a server path: what the client sent (its field, its path
+string) or a word for the server's folder stands in its place. A client that
+goes away before its body is read is a debug line in the log and a count in
+``oar_serving_client_disconnects_total``. Models load on a thread after
+start-up, so ``/healthz`` answers at once and ``/readyz`` turns 200 when every
+model has run its warm-up batch.
 """
 import asyncio
 import contextlib
@@ -25,15 +29,19 @@ import time
 
 from threadpoolctl import threadpool_limits
 from starlette.applications import Starlette
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from framework.errors import InputError, UserError
+from framework.fetch import oar_home
 
+from ..catalog import ROOT
 from .batcher import QueueFull
-from .instances import (RequestError, ScratchFiles, decode_instances, invalid, paddlehub_instances, parse_body,
-                        read_instances)
+from .instances import (RequestError, ScratchFiles, decode_instances, hide_paths, invalid, paddlehub_instances,
+                        parse_body, read_instances)
 from .metrics import CONTENT_TYPE_LATEST, UNKNOWN_MODEL, ServingMetrics
 from .models import ServedModel
 
@@ -49,12 +57,16 @@ class Server:
         self.options, self.metrics = options, ServingMetrics()
         self.models = {name: ServedModel(name, options, self.metrics) for name in dict.fromkeys(names)}
         self.scratch = self._blas = None
+        self.hidden = {}
 
     def start(self):
         """Limit BLAS to ``blas_threads``, make the scratch folder and load the models on a thread of their own,
         one after the other."""
         self._blas = threadpool_limits(self.options.blas_threads, user_api="blas")
         self.scratch = tempfile.mkdtemp(prefix="oar-serve-")
+        self.hidden = {folder: word for folder, word in ((self.options.allow_path, "<allowed folder>"),
+                                                         (self.scratch, "<scratch folder>"), (ROOT, "<oar>"),
+                                                         (oar_home(), "$OAR_HOME")) if folder}
         threading.Thread(target=lambda: [model.load() for model in self.models.values()], name="model-loader",
                          daemon=True).start()
 
@@ -74,11 +86,11 @@ class Server:
 
     async def predict(self, model, instances, field):
         """The results of ``instances`` (raw JSON values) on ``model``, every failure as a RequestError."""
-        scratch = ScratchFiles(self.scratch)
+        scratch = ScratchFiles(self.scratch, self.hidden)
         try:
             inputs = decode_instances(instances, model.kind, self.options, scratch, field)
             if model.state != "ready":
-                why = f"failed to load: {model.reason}" if model.state == "failed" else "is loading"
+                why = f"failed to load: {scratch.describe(model.reason)}" if model.state == "failed" else "is loading"
                 raise RequestError(503, "model not ready", f"model {model.name} {why}", {"Retry-After": "1"})
             return await model.batcher.submit(inputs, self.options.timeout_s)
         except QueueFull as err:
@@ -100,6 +112,13 @@ class Server:
                                                       f"log has the details") from None
         finally:
             scratch.remove()
+
+    def describe(self, model):
+        """``model.describe()``, a failed model's reason naming no server path."""
+        info = model.describe()
+        if "reason" in info:
+            info["reason"] = hide_paths(info["reason"], self.hidden)
+        return info
 
 
 def _answer(err):
@@ -126,6 +145,7 @@ def _prediction_route(read, wrap):
     async def endpoint(request):
         started, server = time.perf_counter(), request.app.state.server
         name = request.path_params["name"]
+        label = name if name in server.models else UNKNOWN_MODEL
         try:
             model = server.model(name)
             body = parse_body(await _read_body(request, server.options.max_body_bytes))
@@ -133,8 +153,11 @@ def _prediction_route(read, wrap):
             response = JSONResponse(wrap(await server.predict(model, instances, field)))
         except RequestError as err:
             response = _answer(err)
-        server.metrics.answered(name if name in server.models else UNKNOWN_MODEL, response.status_code,
-                                time.perf_counter() - started)
+        except ClientDisconnect:                # nobody is left to answer: a count and a debug line, no traceback
+            log.debug("a client of model %s went away before its request body was read", label)
+            server.metrics.client_disconnects.labels(label).inc()
+            return Response(status_code=400)
+        server.metrics.answered(label, response.status_code, time.perf_counter() - started)
         return response
     return endpoint
 
@@ -148,13 +171,15 @@ predict_paddlehub = _prediction_route(
 
 async def list_models(request):
     """``{"models": [{"name", "task", "version", "state", "ready"}, …]}``."""
-    return JSONResponse({"models": [m.describe() for m in request.app.state.server.models.values()]})
+    server = request.app.state.server
+    return JSONResponse({"models": [server.describe(m) for m in server.models.values()]})
 
 
 async def model_status(request):
     """One model's description (200 whether ready or not; 404 for a model not served)."""
+    server = request.app.state.server
     try:
-        return JSONResponse(request.app.state.server.model(request.path_params["name"]).describe())
+        return JSONResponse(server.describe(server.model(request.path_params["name"])))
     except RequestError as err:
         return _answer(err)
 
@@ -166,7 +191,8 @@ async def healthz(request):
 
 async def readyz(request):
     """200 once every model has loaded and answered its warm-up batch, else 503; the models' states either way."""
-    models = [m.describe() for m in request.app.state.server.models.values()]
+    server = request.app.state.server
+    models = [server.describe(m) for m in server.models.values()]
     ready = all(m["ready"] for m in models)
     return JSONResponse({"ready": ready, "models": models}, status_code=200 if ready else 503)
 
@@ -177,9 +203,14 @@ async def metrics(request):
 
 
 async def _http_error(request, exc):
-    detail = exc.detail if exc.status_code != 404 else f"no route {request.method} {request.url.path}"
-    return JSONResponse({"error": "not found" if exc.status_code == 404 else "http error", "detail": detail},
-                        status_code=exc.status_code, headers=exc.headers)
+    if exc.status_code == 404:
+        error, detail = "not found", f"no route {request.method} {request.url.path}"
+    elif exc.status_code == 405:
+        allowed = (exc.headers or {}).get("Allow", "")
+        error, detail = "method not allowed", f"{request.url.path} takes {allowed}, not {request.method}"
+    else:
+        error, detail = "http error", exc.detail
+    return JSONResponse({"error": error, "detail": detail}, status_code=exc.status_code, headers=exc.headers)
 
 
 async def _server_error(request, exc):
@@ -187,11 +218,26 @@ async def _server_error(request, exc):
                                                               "the details"}, status_code=500)
 
 
+class ModelName(Convertor):
+    """A model name in a route: no ``/`` and no ``:``, so ``GET /v1/models/NAME:predict`` is the predict route
+    asked with the wrong method (405), not the status of a model called ``NAME:predict``."""
+
+    regex = "[^/:]+"
+
+    def convert(self, value):
+        return value
+
+    def to_string(self, value):
+        return value
+
+
+register_url_convertor("oar_model", ModelName())
+
 ROUTES = [
-    Route("/v1/models/{name}:predict", predict_v1, methods=["POST"]),
+    Route("/v1/models/{name:oar_model}:predict", predict_v1, methods=["POST"]),
     Route("/predict/{name}", predict_paddlehub, methods=["POST"]),
     Route("/v1/models", list_models, methods=["GET"]),
-    Route("/v1/models/{name}", model_status, methods=["GET"]),
+    Route("/v1/models/{name:oar_model}", model_status, methods=["GET"]),
     Route("/healthz", healthz, methods=["GET"]),
     Route("/readyz", readyz, methods=["GET"]),
     Route("/metrics", metrics, methods=["GET"]),

@@ -8,11 +8,16 @@ instances of a model follow its task (:func:`kind_of`):
 - ``pair`` (matching): ``[text_a, text_b]``;
 - ``file`` (video, image): ``{"b64": "<base64 of the file's bytes>"}``, written to a scratch file for the
   task to read, or ``{"path": "…"}``, a file under the server's ``--allow_path`` folder (nothing else).
+
+An answer names only what the client sent: a message about a file says the
+field of a ``b64`` instance or the path string the client gave, never the
+server's path of the file (:meth:`ScratchFiles.describe`, :func:`hide_paths`).
 """
 import base64
 import binascii
 import json
 import os
+import re
 import tempfile
 
 from zoo.api import TASKS
@@ -116,14 +121,26 @@ def _checked_pair(value, field, max_len):
     return [_checked_text(text, f"{field}[{i}]", max_len) for i, text in enumerate(value)]
 
 
-class ScratchFiles:
-    """Files written for one request's ``b64`` instances; :meth:`remove` deletes them.
+def hide_paths(message, shown):
+    """``message`` with each server path in ``shown`` (``{server path: what to show instead}``) replaced, the
+    longest first and in one pass, so a replacement is never itself replaced."""
+    if not shown:
+        return message
+    pattern = re.compile("|".join(re.escape(path) for path in sorted(shown, key=len, reverse=True)))
+    return pattern.sub(lambda found: shown[found.group(0)], message)
 
-    ``names`` maps each file's path to the field it came from, so error messages name the field, never a path.
+
+class ScratchFiles:
+    """Files written for one request's ``b64`` instances (:meth:`remove` deletes them), and what an answer
+    shows in place of each server path the request's inputs have.
+
+    ``names`` maps each file's path to what the client sent for it (the field of a ``b64`` instance, the path
+    string of a ``path`` instance); ``hidden`` maps the server's own folders to words (the allowed folder, the
+    scratch folder, the repository), so error messages name the client's field or path, never a server path.
     """
 
-    def __init__(self, folder):
-        self.folder, self.names = folder, {}
+    def __init__(self, folder, hidden=None):
+        self.folder, self.names, self.hidden = folder, {}, dict(hidden or {})
 
     def write(self, data, field):
         """Write ``data`` to a new file in the folder; returns its path."""
@@ -131,17 +148,21 @@ class ScratchFiles:
         with os.fdopen(handle, "wb") as f:
             f.write(data)
         self.names[path] = field
+        self._written = getattr(self, "_written", []) + [path]
         return path
 
+    def show(self, path, given):
+        """Name the server path ``path`` as ``given`` (what the client sent) in messages."""
+        self.names[path] = given
+
     def describe(self, message):
-        """``message`` with every scratch path replaced by the field it came from."""
-        for path, field in self.names.items():
-            message = message.replace(path, field)
-        return message
+        """``message`` with every server path replaced by what the client sent for it, and the server's own
+        folders by words."""
+        return hide_paths(message, {**self.hidden, **self.names})
 
     def remove(self):
-        """Delete the files."""
-        for path in self.names:
+        """Delete the files written for the request."""
+        for path in getattr(self, "_written", []):
             try:
                 os.remove(path)
             except FileNotFoundError:
@@ -162,10 +183,10 @@ def _checked_file(value, field, allow_path, scratch):
         if not data:
             raise invalid(f"{field}.b64", "decodes to an empty file")
         return scratch.write(data, f"{field}.b64")
-    return _allowed_path(value["path"], f"{field}.path", allow_path)
+    return _allowed_path(value["path"], f"{field}.path", allow_path, scratch)
 
 
-def _allowed_path(path, field, allow_path):
+def _allowed_path(path, field, allow_path, scratch):
     if allow_path is None:
         raise RequestError(403, "forbidden", f"{field}: this server reads no server-side paths "
                                              f"(started without --allow_path); send the file as b64")
@@ -176,6 +197,7 @@ def _allowed_path(path, field, allow_path):
         raise RequestError(403, "forbidden", f"{field}: {path!r} is outside the folder the server may read")
     if not os.path.exists(resolved):
         raise invalid(field, f"{path!r} does not exist in the folder the server may read")
+    scratch.show(resolved, path)
     return resolved
 
 

@@ -4,7 +4,8 @@
 - ``oar_serving_errors_total{model, code}``: those answered 4xx or 5xx;
 - ``oar_serving_request_latency_seconds{model}``: time from the request's arrival to its answer;
 - ``oar_serving_batch_size{model}``: instances per batch the batcher formed;
-- ``oar_serving_queue_depth{model}``: requests waiting.
+- ``oar_serving_queue_depth{model}``: requests waiting;
+- ``oar_serving_client_disconnects_total{model}``: requests whose client went away before its body was read.
 
 A request for a model the server does not serve counts under ``model="unknown"``
 (a client cannot create label values). With ``--workers N`` every process writes
@@ -37,6 +38,8 @@ class ServingMetrics:
                                  "answer", ["model"], buckets=LATENCY_BUCKETS, registry=self.registry)
         self.batch_size = Histogram("oar_serving_batch_size", "Instances per batch the batcher formed", ["model"],
                                     buckets=BATCH_BUCKETS, registry=self.registry)
+        self.client_disconnects = Counter("oar_serving_client_disconnects", "Requests whose client went away "
+                                          "before the body was read", ["model"], registry=self.registry)
         self.queue_depth = Gauge("oar_serving_queue_depth", "Requests waiting for their batch", ["model"],
                                  multiprocess_mode="livesum", registry=self.registry)
 
