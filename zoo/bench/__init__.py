@@ -42,6 +42,7 @@ SUITES = {  # benchmark name -> module whose ``run_all(quick=False)`` measures i
     "data": "zoo.bench.data",
     "dist": "zoo.bench.dist",
     "lac": "zoo.bench.lac",
+    "kernels": "zoo.bench.kernels",
     "export": "zoo.bench.export",
     "static": "zoo.bench.static",
     "senta": "zoo.bench.senta",
