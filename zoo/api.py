@@ -9,7 +9,7 @@ import os
 from framework import jit
 from framework.config import load_config
 from framework.engine import runner
-from framework.fetch import FetchError, sha256_of
+from framework.fetch import FetchError, oar_home, sha256_of
 
 from . import exported
 from .catalog import ROOT, CatalogError, card
@@ -120,6 +120,12 @@ def _card_overrides(entry):
 RUNTIMES = ("oar", "onnxruntime")
 
 
+def program_cache_dir():
+    """Where the zoo keeps traced programs across processes: ``$OAR_HOME/programs``
+    (:mod:`framework.jit.cache`)."""
+    return os.path.join(oar_home(), "programs")
+
+
 def _official_lac(entry):
     """Baidu's official LAC, built from its fetched files (the ``official_lac`` loader)."""
     from nlp.lac.task import load_official_task
@@ -195,7 +201,9 @@ def load(name, device="cpu", static=True, runtime="oar"):
 
     ``static`` (default) runs the model through programs traced on first use
     (:func:`framework.jit.to_static` with the task's ``dynamic_axes`` and the exact
-    graph passes, so the outputs are the eager model's, bit for bit);
+    graph passes, so the outputs are the eager model's, bit for bit), on a small
+    example cut from the first batch, and kept in ``$OAR_HOME/programs`` for the
+    next process (:func:`program_cache_dir`);
     ``static=False`` keeps the eager model. ``runtime="onnxruntime"`` runs the
     network with ONNX Runtime instead (exported once into ``$OAR_HOME/onnx``), under
     the same pre- and post-processing (:func:`zoo.exported.use_onnxruntime`).
@@ -215,7 +223,8 @@ def _ready(task, entry, device, static, runtime):
         task.model.to(device)
     task.model.eval()
     if static:
-        task.model = jit.to_static(task.model, dynamic_axes=task.dynamic_axes, passes=jit.EXACT_PASSES)
+        task.model = jit.to_static(task.model, dynamic_axes=task.dynamic_axes, passes=jit.EXACT_PASSES,
+                                   cache_dir=program_cache_dir())
     task.device = device
     task.card = entry
     if runtime == "onnxruntime":

@@ -80,24 +80,26 @@ def _inputs(args):
 
 
 def _predict_options(task, args, model_name):
-    """Keyword options for ``task.predict`` from the flags (``top_k``), refused when the model takes none."""
+    """Keyword options for ``task.predict`` from the flags (``top_k``, refused when the model takes none), and
+    for lexical analysis ``whitespace="split"`` in the ``word/TAG`` text output, which splits on spaces
+    (``--json`` keeps the model's own rule)."""
+    accepted = inspect.signature(task.predict).parameters
+    options = {"whitespace": "split"} if "whitespace" in accepted and not args.json else {}
     if args.top_k is None:
-        return {}
-    if "top_k" not in inspect.signature(task.predict).parameters:
+        return options
+    if "top_k" not in accepted:
         raise UsageError(f"{model_name} answers one label per input; --top_k is for models that rank classes")
     if args.top_k < 1:
         raise UsageError(f"--top_k must be at least 1, got {args.top_k}")
-    return {"top_k": args.top_k}
+    return {**options, "top_k": args.top_k}
 
 
 def _predict_and_write(task, args, model_name, given):
     """Predict every input of ``given`` (from :func:`_inputs`) and write one line each."""
     inputs, count, where = given
-    takes_paths = bool(args.input_path)
     options = _predict_options(task, args, model_name)
     with result_writer(args.output, as_json=args.json) as write:
-        for item, result in predict_in_order(task, inputs, args.batch_size, sort_by_length=not takes_paths,
-                                             total=count, where=where, **options):
+        for item, result in predict_in_order(task, inputs, args.batch_size, total=count, where=where, **options):
             write(item, result)
 
 

@@ -5,7 +5,9 @@ The directory holds:
 - ``program.json``: ``{"format": "oar.program", "version": 1, "inputs":
   [{"name", "dtype", "shape"}], "num_slots", "values": [{"slot", "name",
   "key", "shape", "dtype"}], "nodes": [{"op", "inputs", "outputs", "attrs",
-  "scope", "multi"}], "outputs", "weights_sha256"}``. ``op`` names a
+  "scope", "multi"}], "outputs", "weights_sha256", "slot_specs": [{"slot",
+  "shape", "dtype"}]}`` (``slot_specs``: every slot's trace-time shape, which
+  the graph passes, ONNX export and FLOP counting read). ``op`` names a
   :class:`framework.Function` subclass of the framework by module and class
   (``framework.ops.conv.ConvNd``); ``attrs`` are templates in the JSON form of
   :func:`framework.jit.template.to_json`; a shape entry is an int or a size
@@ -89,6 +91,8 @@ def save(program, path):
                     "shape": list(array.shape), "dtype": array.dtype.str}
                    for (key, array), slot in zip(arrays.items(), sorted(program.values))],
         "nodes": nodes, "outputs": program.outputs, "weights_sha256": sha256_of(weights),
+        "slot_specs": [{"slot": slot, "shape": [int(n) for n in shape], "dtype": numpy.dtype(dtype).str}
+                       for slot, (shape, dtype) in sorted(program.slot_specs.items())],
     }
     with atomic_write(os.path.join(path, GRAPH_FILE)) as f:
         json.dump(graph, f, indent=1)
@@ -213,6 +217,22 @@ def _check_outputs(tree, written, graph_path):
     _fail(graph_path, f"the outputs name {tree!r}, which is not a slot the program writes")
 
 
+def _read_slot_specs(graph, graph_path, num_slots):
+    """``{slot: (shape, dtype)}``: the trace-time shapes the graph passes, ONNX export and FLOP counting read
+    (empty for a file written without them)."""
+    entries, specs = graph.get("slot_specs", []), {}
+    if not isinstance(entries, list):
+        _fail(graph_path, f"slot_specs must be a list, got {type(entries).__name__}")
+    for entry in entries:
+        slot = _field(entry, "slot", int, "a slot spec", graph_path)
+        shape = _field(entry, "shape", list, f"slot spec {slot}", graph_path)
+        if not 0 <= slot < num_slots or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                                                for n in shape):
+            _fail(graph_path, f"slot spec {slot}: a slot of 0..{num_slots - 1} with sizes (int >= 0), got {shape}")
+        specs[slot] = (tuple(shape), _dtype(entry.get("dtype"), f"slot spec {slot}", graph_path))
+    return specs
+
+
 def load(path, device="cpu"):
     """The :class:`~framework.jit.Program` saved in the directory ``path``, its values on ``device``.
 
@@ -225,5 +245,6 @@ def load(path, device="cpu"):
     written = set(range(len(inputs))) | set(values)
     nodes = _read_nodes(graph, graph_path, num_slots, written)
     _check_outputs(graph.get("outputs"), written, graph_path)
-    program = Program(inputs, nodes, values, graph["outputs"], num_slots, value_names=names)
+    program = Program(inputs, nodes, values, graph["outputs"], num_slots, value_names=names,
+                      slot_specs=_read_slot_specs(graph, graph_path, num_slots))
     return program.to(device) if device and device != "cpu" else program

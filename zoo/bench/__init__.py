@@ -49,6 +49,7 @@ SUITES = {  # benchmark name -> module whose ``run_all(quick=False)`` measures i
     "train": "zoo.bench.train",
     "gpu": "zoo.bench.gpu",
     "cli": "zoo.bench.cli",
+    "predict": "zoo.bench.predict",
     "serve": "zoo.bench.serve",
     "vision": "zoo.bench.vision",
     "video_data": "zoo.bench.video_data",
