@@ -140,13 +140,12 @@ def _host(a, dtype=None):
 
 def crf_forward(emissions, lengths, start, trans):
     """Forward-algorithm log scores alpha (N, T, K), 0 at t >= lengths[n]: :func:`framework.kernels.crf.crf_forward`."""
-    from ..crf import underflow_floor
     emissions, lengths, start, trans = _host(emissions), _host(lengths, numpy.int64), _host(start), _host(trans)
     n, num_steps, k = emissions.shape
     alpha = numpy.zeros_like(emissions)
     column_max = trans.max(axis=0)
     exp_trans = numpy.exp(trans - column_max)
-    floor = emissions.dtype.type(underflow_floor(emissions.dtype))
+    floor = emissions.dtype.type(numpy.sqrt(numpy.finfo(emissions.dtype).tiny))    # the NumPy kernel's floor
     _over_rows(lambda first, stop: _forward_rows(emissions, lengths, start, trans, exp_trans, column_max, floor,
                                                  alpha, first, stop), n, num_steps * k * k)
     return alpha
