@@ -20,7 +20,8 @@ __all__ = ["LacWordTokenizer"]
 class LacWordTokenizer(Tokenizer):
     """The words of our LAC tagger (official Baidu model, :func:`nlp.lac.task.load_official_task`).
 
-    Words are normalised (:func:`normalize`) and whitespace-only words dropped.
+    Words are normalised (:func:`normalize`), whitespace is never part of one (the ``"split"`` rule of
+    :func:`nlp.lac.task.group_words`) and whitespace-only words are dropped.
     Every text's words are kept in memory, and :meth:`fit` runs the tagger once
     over the whole corpus and stores the result in ``folder/lac_words.jsonl``,
     so later runs never tag a corpus text again. ``batch_size`` texts are
@@ -41,10 +42,7 @@ class LacWordTokenizer(Tokenizer):
     def _tag(self, texts):
         if self._tagger is None:
             self._tagger = load_official_task()
-        words = []
-        for start in range(0, len(texts), self.batch_size):
-            words.extend(result["words"] for result in self._tagger.predict_raw(texts[start:start + self.batch_size]))
-        return words
+        return [result["words"] for result in self._tagger.predict_iter(texts, self.batch_size, whitespace="split")]
 
     def tokenize(self, text):
         return self.tokenize_batch([text])[0]

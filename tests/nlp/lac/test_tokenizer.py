@@ -15,9 +15,11 @@ class _CountingTagger:
     def __init__(self):
         self.tagged = []
 
-    def predict_raw(self, texts):
-        self.tagged.extend(texts)
-        return [{"words": text.split(" "), "tags": ["n"] * len(text.split(" "))} for text in texts]
+    def predict_iter(self, texts, batch_size, whitespace):
+        assert whitespace == "split"
+        for text in texts:
+            self.tagged.append(text)
+            yield {"words": text.split(" "), "tags": ["n"] * len(text.split(" "))}
 
 
 def test_lac_word_tokenizer_normalises_caches_and_writes_the_corpus_file(tmp_path):
