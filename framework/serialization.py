@@ -362,7 +362,7 @@ def load(path, return_numpy=True):
 def _parse_manifest(text, path):
     try:
         manifest = json.loads(text)
-    except ValueError as err:
+    except (ValueError, RecursionError) as err:        # deep nesting recurses
         raise SerializationError(f"load: {path} has a damaged manifest ({err})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != "oar" or "tree" not in manifest:
         raise SerializationError(f"load: {path} has a manifest that oar did not write")
@@ -405,7 +405,7 @@ def _read_safetensors(path):
                                  f"the file has {len(raw) - 8} after the length")
     try:
         header = json.loads(raw[8:8 + length].decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as err:
+    except (ValueError, UnicodeDecodeError, RecursionError) as err:
         raise SerializationError(f"load: {path} has a corrupt safetensors header ({err})") from None
     if not isinstance(header, dict):
         raise SerializationError(f"load: {path} has a corrupt safetensors header (not a JSON object)")

@@ -118,7 +118,7 @@ def _read_graph(path):
     try:
         with open(graph_path, encoding="utf-8") as f:
             graph = json.load(f)
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:    # deep nesting recurses
         _fail(graph_path, f"not valid JSON ({err})")
     if not isinstance(graph, dict) or graph.get("format") != FORMAT:
         _fail(graph_path, f"not an oar program file (format {graph.get('format') if isinstance(graph, dict) else None!r})")

@@ -153,6 +153,14 @@ def test_each_reader_refuses_a_truncated_or_garbage_file_in_one_line(export, tmp
     assert out == ""
 
 
+@pytest.mark.parametrize("name, runtime, record", [r for r in READERS if r[0].endswith(".json")])
+def test_json_nested_too_deep_is_refused_in_one_line(export, tmp_path, name, runtime, record):
+    folder = _copy(export, tmp_path)
+    path = _replace(folder, name, b"[" * 200_000 + b"]" * 200_000, record)
+    code, _, err = oar("run", folder, "--input_text", TEXT, "--runtime", runtime)
+    assert_one_error_line(code, err, 1, path)
+
+
 @pytest.mark.parametrize("how", ["truncated", "garbage"])
 def test_the_onnx_package_reader_refuses_a_truncated_or_garbage_model(export, tmp_path, how):
     onnx = pytest.importorskip("onnx")
