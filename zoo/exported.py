@@ -81,14 +81,8 @@ def trace_task(task, task_kind):
     """The program ``task.model`` (a :class:`~framework.jit.StaticLayer`) traces on a sample of its inputs."""
     if not isinstance(task.model, jit.StaticLayer):
         raise ExportError("the task's model does not run through programs (load it with static=True)")
-    # traced here, not read from the program cache: a program read back lacks the trace-time shapes ONNX export needs
-    settings = vars(task.model)                 # a StaticLayer forwards attribute writes to its layer
-    cache_dir, settings["cache_dir"] = settings.get("cache_dir"), None
-    try:
-        with tempfile.TemporaryDirectory() as workdir:
-            task.predict(_sample(task_kind, workdir))
-    finally:
-        settings["cache_dir"] = cache_dir
+    with tempfile.TemporaryDirectory() as workdir:
+        task.predict(_sample(task_kind, workdir))
     if task.model.fallbacks:
         raise ExportError(f"the model cannot be traced: {next(iter(task.model.fallbacks.values()))}")
     if len(task.model.programs) != 1:
