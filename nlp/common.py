@@ -21,6 +21,7 @@ import framework
 import framework.nn.functional as F
 from framework.config import ConfigError
 from framework.engine.task import copy_asset
+from framework.io.remote import is_url
 from nlp.data.tokenizers import build_tokenizer
 from nlp.data.vocab import Vocab
 
@@ -79,7 +80,7 @@ def task_vocab(task, vocab, model, build):
     capacity = getattr(model, "vocab_size", None)
     if vocab is None:
         result = build(capacity)
-    elif not os.path.isfile(vocab):
+    elif not is_url(vocab) and not os.path.isfile(vocab):
         raise VocabularyNotFoundError(f"{task}: vocabulary file not found: {vocab} (task.vocab)")
     else:
         result = Vocab.load(vocab)

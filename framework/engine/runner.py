@@ -114,11 +114,16 @@ def build_loader(dataset, task, train_cfg, training, rank=0, world_size=1):
     With ``world_size`` > 1 it reads rank ``rank``'s shard and the batch sizes
     are global: in training each rank takes ``batch_size / world_size``
     samples of every global batch (DistributedBatchSampler); in evaluation the
-    ranks split the samples without padding (ShardedBatchSampler).
+    ranks split the samples without padding (ShardedBatchSampler). An iterable dataset (a
+    :class:`~framework.io.shards.ShardDataset`) is read as it streams: it splits its shards over the ranks
+    and shuffles within its own buffer, so the loader only batches it.
     """
     batch_size = train_cfg["batch_size"] if training else (train_cfg["eval_batch_size"] or train_cfg["batch_size"])
     options = dict(num_workers=train_cfg["num_workers"], worker_type=train_cfg["worker_type"],
                    prefetch=train_cfg["prefetch"], collate_fn=getattr(task, "collate_fn", None), seed=train_cfg["seed"])
+    if is_iterable_dataset(dataset):        # a stream (tar shards): it splits itself over ranks and shuffles itself
+        return DataLoader(dataset, batch_size=batch_size // world_size if training else
+                          math.ceil(batch_size / world_size), drop_last=training and train_cfg["drop_last"], **options)
     if world_size == 1:
         return DataLoader(dataset, batch_size=batch_size, shuffle=training and train_cfg["shuffle"],
                           drop_last=training and train_cfg["drop_last"], **options)
@@ -288,9 +293,19 @@ def _make_data_parallel(cfg, train_cfg, task, datasets, env):
     if train_cfg["batch_size"] % world:
         raise ConfigError(f"{location(cfg, 'train')}: batch_size {train_cfg['batch_size']} is the global batch; "
                           f"it must divide evenly over the {world} processes")
-    if any(d is not None and is_iterable_dataset(d) for d in datasets):
+    if any(d is not None and is_iterable_dataset(d) and not hasattr(d, "rank_lengths") for d in datasets):
         raise ConfigError(f"{location(cfg, 'data')}: training on {world} processes needs map-style datasets "
-                          "(a stream cannot be sharded between ranks)")
+                          "or tar shards (ShardDataset); this stream cannot be split between ranks")
+    train = datasets[0] if datasets else None
+    if train is not None and hasattr(train, "rank_lengths"):
+        lengths = train.rank_lengths()
+        per_rank = train_cfg["batch_size"] // world
+        steps = {n // per_rank if train_cfg["drop_last"] else -(-n // per_rank) for n in lengths}
+        if len(steps) > 1:
+            raise ConfigError(f"{location(cfg, 'data.train')}: the ranks' shards hold {lengths} samples, which "
+                              f"give them different numbers of steps; write shards that split evenly over "
+                              f"{world} processes (a multiple of {world} shards of equal size) or set "
+                              f"train.drop_last")
     distributed.check_reducible(task.metrics())
     if train_cfg["sync_bn"]:
         task.model = distributed.convert_sync_batchnorm(task.model)

@@ -21,6 +21,7 @@ import shutil
 import numpy
 
 from ..errors import InputError
+from ..io.remote import is_url, read_bytes
 from ..serialization import atomic_path
 from ..tensor import Tensor, no_grad, to_tensor
 from .batching import predict_stream
@@ -41,6 +42,11 @@ def copy_asset(source, directory, name):
     When ``source`` already is that file (a run trained again into its own directory), it is left as it is.
     """
     destination = os.path.join(directory, name)
+    if is_url(source):                                    # a vocabulary or tag set read from a URL
+        data = read_bytes(source)
+        with atomic_path(destination) as tmp, open(tmp, "wb") as f:
+            f.write(data)
+        return destination
     if os.path.exists(destination) and os.path.samefile(source, destination):
         return destination
     with atomic_path(destination) as tmp:

@@ -13,6 +13,7 @@
 """
 import numpy
 from framework.errors import UserError
+from framework.io.remote import read_bytes, safe_url
 
 __all__ = ["TextFormatError", "read_utf8", "read_utf8_lines", "check_unique_lines", "full_to_half", "code_points",
            "full_to_half_codes", "SENTENCE_ENDS", "CLOSING_MARKS", "split_points", "split_long"]
@@ -29,12 +30,13 @@ class TextFormatError(UserError, ValueError):
 
 
 def read_utf8(path, keep_bom=False):
-    """The text of the UTF-8 file ``path`` (str); a leading byte-order mark is dropped unless ``keep_bom``.
+    """The text of the UTF-8 file ``path`` (str; a local path or a URL that fsspec reads, see
+    :mod:`framework.io.remote`); a leading byte-order mark is dropped unless ``keep_bom``.
 
     Invalid UTF-8 raises :class:`TextFormatError` naming the file and line.
     """
-    with open(path, "rb") as f:
-        data = f.read()
+    data = read_bytes(path)
+    path = safe_url(path)
     try:
         return data.decode("utf-8" if keep_bom else "utf-8-sig")
     except UnicodeDecodeError as err:

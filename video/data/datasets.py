@@ -42,6 +42,7 @@ import numpy
 from framework.config import ConfigError
 from framework.errors import UserError
 from framework.io import Dataset, sample_rng
+from framework.io.remote import is_url, read_bytes
 from framework.registry import DATASETS, TRANSFORMS
 from vision.data.transforms import Compose
 
@@ -70,12 +71,11 @@ class ListFileNotFoundError(VideoListError, FileNotFoundError):
 def _read_lines(path, what):
     """The lines of the text file ``path`` (a ``what``: "list file", "class-names file"), checked to exist and
     to be UTF-8."""
-    if not os.path.isfile(path):
+    if not is_url(path) and not os.path.isfile(path):
         raise ListFileNotFoundError(f"{what} not found: {path}" if not os.path.isdir(path)
                                     else f"{what} {path} is a folder, not a file")
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read().splitlines()
+        return read_bytes(path, what).decode("utf-8").splitlines()     # a local path or a URL (fsspec)
     except UnicodeDecodeError as exc:
         line = exc.object[:exc.start].count(b"\n") + 1
         raise VideoListError(f"{path}:{line}: the {what} is not UTF-8 text (byte offset {exc.start})") from exc
