@@ -8,13 +8,17 @@ K-vector; rows are split over the CPU threads when there are several.
   maximum, one mat-vec with exp(trans - column max) (both factors <= 1), K
   logarithms; a step whose sums fall below the underflow floor is redone
   exactly in log space, as the NumPy kernel does.
-- :func:`viterbi_decode`: per step a max over the previous tag for every tag
-  (vectorised over the tag; ties to the lowest previous tag, as ``argmax``),
-  backpointers for the row, then the backtrack; paths identical to the NumPy
-  kernel's. With ``allowed`` (K+2, K) bool in LAC's layout (start row, stop
-  row, then ``[from, to]``) it decodes only paths whose first tag, transitions
-  and last tag are allowed (constrained decoding); a row with no allowed path
-  scores -inf and gets tag 0 throughout.
+- :func:`viterbi_decode`: per step the max over the previous tag for every
+  tag, vectorised over the tag (the table padded to a multiple of 16 columns),
+  four previous tags a pass from one buffer into the other (a select into a
+  second buffer compiles to ``maxps``; into the same buffer it becomes masked
+  stores); every step's alpha is kept and the backtrack recomputes the argmax
+  for the one tag chosen at each step from the same sums (ties to the lowest
+  previous tag, as ``argmax``), as the NumPy kernel does: paths identical to
+  it. With ``allowed`` (K+2, K) bool in LAC's layout (start row, stop row,
+  then ``[from, to]``) the disallowed scores are -inf, so only paths whose
+  first tag, transitions and last tag are allowed are decoded (constrained
+  decoding); a row with no allowed path scores -inf and gets tag 0 throughout.
 
 Compiled without the no-inf / no-NaN fastmath assumptions (constrained
 scores are -inf).
@@ -68,59 +72,77 @@ def _forward_rows(emissions, lengths, start, trans, exp_trans, column_max, floor
 
 
 @kernel(fastmath=False)
-def _viterbi_rows(emissions, lengths, start, stop, trans, constrained, allowed, scores, paths, first, last):
-    """scores[first:last] and paths[first:last] of :func:`viterbi_decode`; paths zero-filled on entry."""
+def _viterbi_rows(emissions, lengths, start, stop, trans, trans_t, scores, paths, first, last):
+    """scores[first:last] and paths[first:last] of :func:`viterbi_decode`; paths zero-filled on entry.
+
+    ``trans`` (K, W) is the transition table padded to W >= K columns (a multiple of the vector width, so the
+    inner loop has no scalar tail); ``trans_t`` (K, K) its transpose, for the backtrack.
+    """
     num_steps, k = emissions.shape[1], emissions.shape[2]
-    alpha = numpy.empty(k, dtype=emissions.dtype)
-    best = numpy.empty(k, dtype=emissions.dtype)
-    backpointers = numpy.zeros((num_steps, k), dtype=numpy.int32)
-    minus_inf = -numpy.inf
+    width = trans.shape[1]
+    alpha = numpy.zeros((num_steps, width), dtype=emissions.dtype)     # every step's alpha, for the backtrack
+    buffers = numpy.zeros((2, width), dtype=emissions.dtype)
     for r in range(first, last):
         length = lengths[r]
         for j in range(k):
-            alpha[j] = start[j] + emissions[r, 0, j]
-            if constrained and not allowed[0, j]:
-                alpha[j] = minus_inf
+            alpha[0, j] = start[j] + emissions[r, 0, j]
         for t in range(1, length):
-            bp = backpointers[t]
-            if constrained:
-                for j in range(k):
-                    best[j] = minus_inf
-                    bp[j] = 0
-                for i in range(k):
-                    a = alpha[i]
-                    for j in range(k):
-                        s = a + trans[i, j]
-                        take = allowed[2 + i, j] and s > best[j]
-                        best[j] = s if take else best[j]
-                        bp[j] = i if take else bp[j]
-            else:
-                for j in range(k):
-                    best[j] = alpha[0] + trans[0, j]
-                    bp[j] = 0
-                for i in range(1, k):          # selects, not branches: vectorised over j
-                    a = alpha[i]
-                    for j in range(k):
-                        s = a + trans[i, j]
-                        take = s > best[j]
-                        best[j] = s if take else best[j]
-                        bp[j] = i if take else bp[j]
+            a = alpha[t - 1, 0]
+            for j in range(width):
+                buffers[0, j] = a + trans[0, j]
+            src = 0
+            i = 1
+            while i + 4 <= k:                       # four previous tags a pass, into the other buffer: the
+                a0, a1, a2, a3 = alpha[t - 1, i], alpha[t - 1, i + 1], alpha[t - 1, i + 2], alpha[t - 1, i + 3]
+                dst = 1 - src                       # selects become maxps (a read-modify-write of one buffer
+                for j in range(width):              # compiles to masked stores instead)
+                    b = buffers[src, j]
+                    s = a0 + trans[i, j]
+                    b = s if s > b else b
+                    s = a1 + trans[i + 1, j]
+                    b = s if s > b else b
+                    s = a2 + trans[i + 2, j]
+                    b = s if s > b else b
+                    s = a3 + trans[i + 3, j]
+                    b = s if s > b else b
+                    buffers[dst, j] = b
+                src = dst
+                i += 4
+            while i < k:
+                a = alpha[t - 1, i]
+                dst = 1 - src
+                for j in range(width):
+                    s = a + trans[i, j]
+                    b = buffers[src, j]
+                    buffers[dst, j] = s if s > b else b
+                src = dst
+                i += 1
             for j in range(k):
-                alpha[j] = best[j] + emissions[r, t, j]
+                alpha[t, j] = buffers[src, j] + emissions[r, t, j]
+        final = alpha[length - 1]
         tag = 0
-        top = alpha[0] + stop[0]
-        if constrained and not allowed[1, 0]:
-            top = minus_inf
+        top = final[0] + stop[0]
         for j in range(1, k):
-            s = alpha[j] + stop[j]
-            if (not constrained or allowed[1, j]) and s > top:
+            s = final[j] + stop[j]
+            if s > top:
                 top = s
                 tag = j
         scores[r] = top
         paths[r, length - 1] = tag
-        for t in range(length - 1, 0, -1):
-            tag = backpointers[t, tag]
+        for t in range(length - 1, 0, -1):     # the argmax for the chosen tag, from the same sums
+            prev = alpha[t - 1]
+            column = trans_t[tag]
+            tag = 0
+            top = prev[0] + column[0]
+            for i in range(1, k):
+                s = prev[i] + column[i]
+                if s > top:
+                    top = s
+                    tag = i
             paths[r, t - 1] = tag
+
+
+_WIDTH = 16                                     # Viterbi rows padded to a multiple of this
 
 
 def _over_rows(fn, n, work_per_row):
@@ -155,12 +177,19 @@ def viterbi_decode(emissions, lengths, start, stop, trans, allowed=None):
     """Best path of each sequence: (scores (N,), paths (N, T) int64, 0 at t >= lengths[n]), as
     :func:`framework.kernels.crf.viterbi_decode`; ``allowed`` (K+2, K) bool constrains it (module docstring)."""
     emissions, lengths = _host(emissions), _host(lengths, numpy.int64)
-    start, stop, trans = _host(start), _host(stop), _host(trans)
     n, num_steps, k = emissions.shape
-    constrained = allowed is not None
-    allowed = _host(allowed, numpy.bool_) if constrained else numpy.ones((1, 1), dtype=numpy.bool_)
-    scores = numpy.empty(n, dtype=emissions.dtype)
+    dtype = emissions.dtype
+    start, stop, trans = (numpy.asarray(a, dtype=dtype) for a in (start, stop, trans))
+    if allowed is not None:                     # a disallowed score is -inf: never the max, ties as the mask's
+        allowed = numpy.asarray(allowed, dtype=bool)
+        start, stop, trans = (numpy.where(mask, a, -numpy.inf).astype(dtype)
+                              for mask, a in ((allowed[0], start), (allowed[1], stop), (allowed[2:], trans)))
+    width = -(-k // _WIDTH) * _WIDTH
+    padded = numpy.zeros((k, width), dtype=dtype)
+    padded[:, :k] = trans
+    start, stop, trans_t = _host(start), _host(stop), numpy.ascontiguousarray(trans.T)
+    scores = numpy.empty(n, dtype=dtype)
     paths = numpy.zeros((n, num_steps), dtype=numpy.int64)
-    _over_rows(lambda first, last: _viterbi_rows(emissions, lengths, start, stop, trans, constrained, allowed,
-                                                 scores, paths, first, last), n, num_steps * k * k)
+    _over_rows(lambda first, last: _viterbi_rows(emissions, lengths, start, stop, padded, trans_t, scores, paths,
+                                                 first, last), n, num_steps * k * k)
     return scores, paths
