@@ -146,7 +146,7 @@ def linear_chain_crf(emissions, labels, lengths, transition):
     return LinearChainCRF.apply(emissions, transition, labels=tags, lengths=lengths)
 
 
-def viterbi_decode(emissions, transition, lengths=None, include_bos_eos_tag=True):
+def viterbi_decode(emissions, transition, lengths=None, include_bos_eos_tag=True, allowed=None):
     """Highest-scoring tag path of each sequence (not differentiable).
 
     Args:
@@ -155,6 +155,10 @@ def viterbi_decode(emissions, transition, lengths=None, include_bos_eos_tag=True
             trans[from, to]) when ``include_bos_eos_tag``; else (K, K) tag-to-tag
             scores only, with no start or stop scores.
         lengths: (N,) int64 lengths in [1, T], or None (all T).
+        allowed: optional bool array (or Tensor) of ``transition``'s shape: only
+            paths whose first tag, transitions and last tag are allowed are
+            decoded (constrained decoding; a row with no allowed path scores
+            -inf). None: every path.
 
     Returns:
         (scores, paths): scores (N,), the best path's score; paths (N, T) int64,
@@ -162,20 +166,31 @@ def viterbi_decode(emissions, transition, lengths=None, include_bos_eos_tag=True
     """
     _check_emissions("viterbi_decode", emissions, transition, rows=2 if include_bos_eos_tag else 0)
     lengths = sequence_lengths(lengths, emissions, "viterbi_decode", minimum=1)
-    return ViterbiDecode.apply(emissions, transition, lengths=lengths, include_bos_eos_tag=bool(include_bos_eos_tag))
+    if allowed is not None:
+        allowed = array_on_device(allowed, emissions)
+        if allowed.shape != tuple(transition.shape) or allowed.dtype != numpy.bool_:
+            raise OpError(f"viterbi_decode: allowed must be a bool array of the transition's shape "
+                          f"{tuple(transition.shape)}, got {allowed.shape} {allowed.dtype}")
+    return ViterbiDecode.apply(emissions, transition, lengths=lengths, include_bos_eos_tag=bool(include_bos_eos_tag),
+                               allowed=allowed)
 
 
 class ViterbiDecode(Function):
-    """(scores, paths) of :func:`viterbi_decode` (no gradient); attributes ``lengths`` and ``include_bos_eos_tag``,
-    so a traced program decodes inside each length as eager does."""
+    """(scores, paths) of :func:`viterbi_decode` (no gradient); attributes ``lengths``, ``include_bos_eos_tag``
+    and ``allowed`` (None or a bool array of the table's shape), so a traced program decodes inside each length
+    as eager does."""
 
     def forward(self, e, table):
         k = e.shape[2]
+        xp = self.xp
+        allowed = getattr(self, "allowed", None)
         if self.include_bos_eos_tag:
             start, stop, trans = table[0], table[1], table[2:]
         else:
-            start, stop, trans = self.xp.zeros(k, dtype=e.dtype), self.xp.zeros(k, dtype=e.dtype), table
-        return crf_kernel.viterbi_decode(e, self.lengths, start, stop, trans)
+            start, stop, trans = xp.zeros(k, dtype=e.dtype), xp.zeros(k, dtype=e.dtype), table
+            if allowed is not None:                 # no start or stop scores: every first and last tag allowed
+                allowed = xp.concatenate([xp.ones((2, k), dtype=bool), allowed])
+        return crf_kernel.viterbi_decode(e, self.lengths, start, stop, trans, allowed)
 
     def backward(self, *grads):
         return None, None

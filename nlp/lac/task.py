@@ -273,7 +273,7 @@ class LexicalAnalysis(Task):
         self.whitespace = _check_whitespace(whitespace, "LexicalAnalysis")
         self._metrics = metrics
         self.constrain_decoding = bool(constrain_decoding)
-        self._forbidden = None                               # (tag names, penalty array), built on first use
+        self._forbidden = None                               # (tag names, allowed mask), built on first use
         self._char_tags = None                               # the _CharTags of tag_names, built on first use
         self.collate_fn = TaggingCollator()
 
@@ -356,18 +356,18 @@ class LexicalAnalysis(Task):
         lengths = batch["tokens_lengths"]
         emissions = self._emissions(batch)                                       # (N, T, K)
         transition = self.model.crf.transition
-        if self.constrain_decoding:
-            transition = transition + self._forbidden_transitions(transition)
-        _, paths = F.viterbi_decode(emissions, transition, lengths)
+        allowed = self._allowed_transitions() if self.constrain_decoding else None
+        _, paths = F.viterbi_decode(emissions, transition, lengths, allowed=allowed)
         outputs = {"tags": paths, "lengths": lengths}
         outputs.update({key: batch[key] for key in ("texts", "word_lengths") if key in batch})
         return outputs
 
-    def _forbidden_transitions(self, transition):
-        """A (K+2, K) constant Tensor: -1e4 where a label would continue a word of another type, else 0.
+    def _allowed_transitions(self):
+        """A (K+2, K) bool array in the transition's layout: False where a label would continue a word of another
+        type, else True (the constrained Viterbi's mask).
 
         Forbidden: ``X-I`` as the first label, and ``X-I`` after any label but
-        ``X-B`` / ``X-I`` (row 1, the stop scores, is left alone).
+        ``X-B`` / ``X-I`` (row 1, the stop scores, allows every label).
         """
         names = self.tag_names or list(PEOPLES_DAILY_TAGSET.names)
         if self._forbidden is None or self._forbidden[0] != names:
@@ -375,11 +375,11 @@ class LexicalAnalysis(Task):
             word_type = [name[:-2] if name.endswith(("-B", "-I")) else name for name in names]
             follows = numpy.array([[not inside[j] or word_type[i] == word_type[j] for j in range(len(names))]
                                    for i in range(len(names))])
-            penalty = numpy.zeros((len(names) + 2, len(names)), dtype=numpy.float64)
-            penalty[0, inside] = -1e4
-            penalty[2:][~follows] = -1e4
-            self._forbidden = (list(names), penalty)
-        return to_tensor(backend.to_device(self._forbidden[1].astype(transition.dtype), backend.device_of(transition.data)))
+            allowed = numpy.ones((len(names) + 2, len(names)), dtype=bool)
+            allowed[0, inside] = False
+            allowed[2:][~follows] = False
+            self._forbidden = (list(names), allowed)
+        return self._forbidden[1]
 
     def metrics(self):
         if self._metrics is not None:

@@ -189,6 +189,43 @@ def test_constrained_viterbi(monkeypatch, lengths):
         assert all(allowed[2 + a, b] for a, b in zip(path[:-1], path[1:]))
 
 
+@pytest.mark.parametrize("k", [6, 17, 40])                    # below, across and over the padded width
+def test_viterbi_tag_counts_paths_identical(monkeypatch, k):
+    """Tag counts that are not a multiple of the kernel's padded width, or of its four-tag pass, decode alike."""
+    rng = numpy.random.default_rng(8)
+    emissions, transition, lens = _crf_inputs(rng, [12, 3, 1, 12, 7], k, numpy.float32)
+    emissions[1, :, :] = 0.0                                   # ties everywhere in one row
+    compiled, reference = _both(monkeypatch, lambda: crf_kernel.viterbi_decode(
+        emissions, lens, transition[0], transition[1], transition[2:]))
+    numpy.testing.assert_array_equal(compiled[1], reference[1])
+    numpy.testing.assert_allclose(compiled[0], reference[0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("bos_eos", [True, False])
+def test_viterbi_op_allowed_mask(monkeypatch, bos_eos):
+    """F.viterbi_decode(allowed=...) equals the kernel's constrained decoding on both kernels, obeys the mask,
+    and refuses a mask of another shape."""
+    rng = numpy.random.default_rng(9)
+    emissions, transition, lens = _crf_inputs(rng, [9, 1, 4, 9, 2, 7], 6, numpy.float32)
+    table = transition if bos_eos else transition[2:]
+    allowed = rng.random(table.shape) > 0.3
+    allowed[:, 0] = True
+    compiled, reference = _both(monkeypatch, lambda: [o.numpy() for o in F.viterbi_decode(
+        to_tensor(emissions), to_tensor(table), lens, include_bos_eos_tag=bos_eos, allowed=allowed)])
+    numpy.testing.assert_array_equal(compiled[1], reference[1])
+    full = allowed if bos_eos else numpy.concatenate([numpy.ones((2, 6), dtype=bool), allowed])
+    start, stop = (transition[0], transition[1]) if bos_eos else (numpy.zeros(6, numpy.float32),) * 2
+    _, paths = crf_kernel.viterbi_decode(emissions, lens, start, stop, table[-6:], full)
+    numpy.testing.assert_array_equal(compiled[1], paths)
+    for n, length in enumerate(lens):
+        path = compiled[1][n, :length]
+        assert full[0, path[0]] and full[1, path[-1]]
+        assert all(full[2 + a, b] for a, b in zip(path[:-1], path[1:]))
+    with pytest.raises(framework.tensor.OpError, match="allowed"):
+        F.viterbi_decode(to_tensor(emissions), to_tensor(table), lens, include_bos_eos_tag=bos_eos,
+                         allowed=allowed[1:])
+
+
 def test_numpy_choice_and_bad_value(monkeypatch):
     monkeypatch.setenv(cpu.KERNELS_ENV, "numpy")
     assert not cpu.enabled()

@@ -132,6 +132,27 @@ def test_loss_is_mean_crf_nll_and_predict_is_viterbi():
     numpy.testing.assert_array_equal(outputs["lengths"].numpy(), [8, 5, 7])
 
 
+def test_constrained_decoding_uses_the_allowed_mask():
+    """constrain_decoding decodes with the allowed mask: no X-I first or after another word type, the same paths
+    as the -1e4 penalty form it replaced."""
+    task = make_task(constrain_decoding=True)
+    with framework.no_grad():
+        task.model.crf.transition.data[2:, :] = 0.0
+        for name in TAGS.names:                                # make every X-I attractive everywhere
+            if name.endswith("-I"):
+                task.model.crf.transition.data[:, TAGS.names.index(name)] = 3.0
+    batch = training_batch(task)
+    tags = task.predict_batch(batch)["tags"].numpy()
+    allowed = task._allowed_transitions()
+    for row, length in zip(tags, batch["tokens_lengths"].numpy()):
+        path = row[:length]
+        assert allowed[0, path[0]] and all(allowed[2 + a, b] for a, b in zip(path[:-1], path[1:]))
+    emissions = task.model(batch["tokens"], batch["tokens_lengths"])
+    penalised = task.model.crf.transition.numpy() + numpy.where(allowed, 0.0, -1e4).astype(numpy.float32)
+    _, paths = F.viterbi_decode(emissions, framework.to_tensor(penalised), batch["tokens_lengths"])
+    numpy.testing.assert_array_equal(tags, paths.numpy())
+
+
 def test_a_few_training_steps_fit_a_tiny_corpus():
     task = make_task()
     batch = training_batch(task)
