@@ -10,23 +10,28 @@
   ``nn.Embedding``, ``nn.GRU``, ``nn.Linear`` and the CRF forward algorithm)
   when ``torch`` is importable, with as many PyTorch threads as
   ``OPENBLAS_NUM_THREADS`` (else 1).
-- ``inference``: sentences per second of ``lac`` (the official weights) and
-  ``lac_pku`` from ``zoo.load``, text in -> words and tags out, on the People's
-  Daily test split (one corpus line per sentence), through the traced program
-  and eagerly (and with ``runtime="onnxruntime"`` when onnx and onnxruntime are
-  installed): batch 1 (one call per sentence) and batch 64 (one call over all
-  sentences, which the task sorts by length and runs 64 at a time), beside the
-  official Paddle engine (the ``LAC`` package) when it is importable, else the
-  figures measured once on this machine (:data:`PADDLE_ENGINE_QUOTED`).
+- ``inference``: at each thread count (``$OAR_BENCH_LAC_THREADS``, default 1 and
+  2), in its own process with oar's pool, BLAS and the engine all given that
+  count: sentences per second of ``lac`` (the official weights) and ``lac_pku``
+  from ``zoo.load``, text in -> words and tags out, through the traced program,
+  eagerly and with ONNX Runtime (``$OAR_BENCH_LAC_RUNTIMES`` picks), at batch 1
+  (one call per sentence) and batch 64 (one call over all, which the task sorts
+  by length and runs 64 at a time), beside Baidu's engine (the reference script
+  under ``$PADDLE_PY``, timed before and after oar, best of both windows). Both
+  sides read the same sentence file (``$OAR_BENCH_LAC_TEXTS``, else the first
+  1,000 People's Daily test sentences written to one), every line at both batch
+  sizes; the BLAS that ran (threadpoolctl) is in ``blas``.
 
 Every timing is the best of ``repeat`` runs after a warm-up, as wall time and
 as this process's CPU time (``time.process_time``): on a shared machine the CPU
 time is the steadier figure, the wall time what a user waits.
 """
+import argparse
 import importlib.util
 import json
 import os
 import subprocess
+import sys
 import tempfile
 
 import numpy
@@ -35,7 +40,8 @@ from framework.timing import best_times
 
 from .torch_twins import match_blas_threads, torch_lac, torch_or_none
 
-__all__ = ["oar_train_step", "torch_train_step", "bench_train_step", "bench_inference", "peoples_daily_test_texts", "run_all", "PADDLE_ENGINE_QUOTED"]
+__all__ = ["oar_train_step", "torch_train_step", "bench_train_step", "bench_inference", "peoples_daily_test_texts",
+           "read_sentence_file", "run_all", "TEXTS_ENV", "RUNTIMES_ENV", "THREADS_ENV"]
 
 VOCAB_SIZE, NUM_TAGS = 4034, 85
 
@@ -114,17 +120,25 @@ def peoples_daily_test_texts(limit=None):
     return ["".join(sentence.words) for sentence in read_sentences("test")[:limit]]
 
 
-# Measured on this machine, one thread, in one run against the official Paddle inference engine (LAC 2.1.2 on
-# paddlepaddle), text in -> words and tags out on People's Daily sentences; quoted when it is not importable here.
-PADDLE_ENGINE_QUOTED = {"batch1": 575, "batch64": 1040}
+#: Environment settings of ``oar bench lac`` (the suite takes no arguments of its own).
+TEXTS_ENV = "OAR_BENCH_LAC_TEXTS"          # a sentence file, one a line (default: People's Daily test sentences)
+RUNTIMES_ENV = "OAR_BENCH_LAC_RUNTIMES"    # comma list of static, eager, onnxruntime (default: all available)
+THREADS_ENV = "OAR_BENCH_LAC_THREADS"      # comma list of thread counts, each in its own process (default 1,2)
+DEFAULT_SENTENCES = 1000
 
 
-def _tagger_rates(task, texts, subset, repeat):
-    """Sentences/s of ``task.predict`` at batch 1 (one call per sentence of ``subset``) and batch 64 (one call
-    over ``texts``, which the task sorts by length and runs 64 at a time)."""
-    batch1 = best_times(lambda: [task.predict([t], batch_size=1) for t in subset], repeat)
+def read_sentence_file(path):
+    """The sentences of a file as the engine's script reads it: each non-blank line without its newline."""
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f if line.strip()]
+
+
+def _tagger_rates(task, texts, repeat):
+    """Sentences/s of ``task.predict`` at batch 1 (one call per sentence) and batch 64 (one call over all,
+    which the task sorts by length and runs 64 at a time), over the same ``texts``."""
+    batch1 = best_times(lambda: [task.predict([t], batch_size=1) for t in texts], repeat)
     batch64 = best_times(lambda: task.predict(texts, batch_size=64), repeat)
-    return {"batch1": _rates(len(subset), batch1, "sentences"), "batch64": _rates(len(texts), batch64, "sentences")}
+    return {"batch1": _rates(len(texts), batch1, "sentences"), "batch64": _rates(len(texts), batch64, "sentences")}
 
 
 def _engine_script():
@@ -135,88 +149,116 @@ def _engine_script():
                                                               "bench.py")
 
 
-def _paddle_engine_process(texts, subset, repeat):
-    """Baidu's LAC timed by the reference script under the Python ``$PADDLE_PY`` (its own venv), with the
-    thread count oar runs with; None when ``PADDLE_PY`` is unset. Batch 1 on ``subset``, batch 64 on ``texts``."""
+def _paddle_engine(path, repeat):
+    """Baidu's LAC timed by the reference script under the Python ``$PADDLE_PY`` (its own venv) on the sentence
+    file ``path`` (batch 1: a call per line; batch 64: 64 consecutive lines a call), with oar's thread count;
+    None when ``PADDLE_PY`` is unset."""
     python = os.environ.get("PADDLE_PY")
     if not python:
         return None
     from framework import parallel
     threads = str(parallel.num_threads())
     env = {**os.environ, "OMP_NUM_THREADS": threads, "CPU_NUM": threads, "OPENBLAS_NUM_THREADS": threads}
-    figures = {}
-    with tempfile.TemporaryDirectory() as folder:
-        for key, lines, field in (("batch1", subset, "b1_sent_per_s"), ("batch64", texts, "b64_sent_per_s")):
-            path = os.path.join(folder, f"{key}.txt")
-            with open(path, "w", encoding="utf-8") as f:
-                f.write("\n".join(lines) + "\n")
-            done = subprocess.run([python, _engine_script(), path, "--repeat", str(repeat)], env=env, check=True,
-                                  capture_output=True, text=True)
-            report = json.loads(done.stdout.strip().splitlines()[-1])
-            figures[key] = {"sentences_per_s": round(report[field], 1)}
-            figures["engine"] = report["engine"]
-    figures["threads"] = int(threads)
-    return figures
+    done = subprocess.run([python, _engine_script(), path, "--repeat", str(repeat)], env=env, check=True,
+                          capture_output=True, text=True)
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    return {"engine": report["engine"], "sentences": report["sentences"], "threads": int(threads),
+            "batch1": {"sentences_per_s": round(report["b1_sent_per_s"], 1)},
+            "batch64": {"sentences_per_s": round(report["b64_sent_per_s"], 1)}}
 
 
-def _paddle_engine(texts, subset, repeat):
-    """The official LAC package on the Paddle inference engine: through ``$PADDLE_PY`` when set, else in this
-    process when ``LAC`` and ``paddle`` are importable here."""
-    measured = _paddle_engine_process(texts, subset, repeat)
-    if measured is not None:
-        return measured
-    try:
-        from LAC import LAC
-    except ImportError:
-        return None
-    lac = LAC(mode="lac")
-    batch1 = best_times(lambda: [lac.run(t) for t in subset], repeat)
-    batch64 = best_times(lambda: [lac.run(texts[i:i + 64]) for i in range(0, len(texts), 64)], repeat)
-    return {"batch1": _rates(len(subset), batch1, "sentences"), "batch64": _rates(len(texts), batch64, "sentences")}
+def _runtimes():
+    """{mode: zoo.load options} of the runtimes to time (``$OAR_BENCH_LAC_RUNTIMES``, else every available one)."""
+    known = {"static": {}, "eager": {"static": False}, "onnxruntime": {"runtime": "onnxruntime"}}
+    if not (importlib.util.find_spec("onnxruntime") and importlib.util.find_spec("onnx")):
+        known.pop("onnxruntime")
+    chosen = [m.strip() for m in os.environ.get(RUNTIMES_ENV, "").split(",") if m.strip()] or list(known)
+    unknown = [m for m in chosen if m not in known]
+    if unknown:
+        raise SystemExit(f"{RUNTIMES_ENV}: unknown or unavailable runtime {unknown[0]!r}; choose from "
+                         f"{', '.join(known)}")
+    return {m: known[m] for m in chosen}
 
 
-def bench_inference(texts=None, batch1_sentences=300, repeat=3, models=("lac", "lac_pku")):
-    """Sentences/s of ``zoo.load(model)`` text in -> words and tags out on ``texts`` (default: the People's
-    Daily test split), through the traced program (``static``) and eagerly (``eager``), at batch 1 over the
-    first ``batch1_sentences`` texts and batch 64 over all; beside the official Paddle engine (measured when
-    importable, else quoted) and each model's static/eager and static/engine ratios."""
+def bench_inference(path=None, repeat=3, models=("lac", "lac_pku"), limit=DEFAULT_SENTENCES):
+    """Sentences/s of ``zoo.load(model)`` text in -> words and tags out, beside Baidu's engine, on one sentence
+    file that both read (``path``, else ``$OAR_BENCH_LAC_TEXTS``, else the first ``limit`` People's Daily test
+    sentences written to a file): batch 1 and batch 64 over every line, for each runtime; the engine timed
+    before and after oar (best of both windows); each model's ratios to the engine and to eager."""
     import zoo
+    from framework import parallel
     from framework.kernels import cpu
-    texts = peoples_daily_test_texts() if texts is None else texts
-    subset = texts[:batch1_sentences]
-    engine = _paddle_engine(texts, subset, repeat)
-    result = {"sentences": len(texts), "mean_chars": round(sum(map(len, texts)) / max(len(texts), 1), 1),
-              "kernels": "numba" if cpu.enabled() else "numpy",
-              "paddle_engine": engine or {"quoted": PADDLE_ENGINE_QUOTED}}
-    reference = {k: (engine[k]["sentences_per_s"] if engine else PADDLE_ENGINE_QUOTED[k]) for k in ("batch1", "batch64")}
-    runtimes = {"static": {}, "eager": {"static": False}}
-    if importlib.util.find_spec("onnxruntime") and importlib.util.find_spec("onnx"):
-        runtimes["onnxruntime"] = {"runtime": "onnxruntime"}
-    for name in models:
-        rates = {mode: _tagger_rates(zoo.load(name, **options), texts, subset, repeat)
-                 for mode, options in runtimes.items()}
-        for mode in runtimes:
-            if mode != "eager":
-                rates[f"{mode}_over_eager"] = {k: round(rates[mode][k]["sentences_per_s"] /
-                                                        rates["eager"][k]["sentences_per_s"], 2) for k in reference}
-            rates[f"{mode}_over_paddle_engine"] = {k: round(rates[mode][k]["sentences_per_s"] / reference[k], 2)
-                                                   for k in reference}
-        result[name] = rates
-    again = _paddle_engine_process(texts, subset, repeat) if engine and "threads" in engine else None
-    if again:                                   # the engine timed again after oar: best of both windows
+    from .train import _blas
+    runtimes = _runtimes()
+    with tempfile.TemporaryDirectory() as folder:
+        path = path or os.environ.get(TEXTS_ENV)
+        if not path:
+            path = os.path.join(folder, "sentences.txt")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("\n".join(peoples_daily_test_texts(limit)) + "\n")
+        texts = read_sentence_file(path)
+        engine = _paddle_engine(path, repeat)
+        result = {"sentences": len(texts), "sentence_file": os.path.basename(path) if path != os.path.join(
+                      folder, "sentences.txt") else f"People's Daily test split, first {limit}",
+                  "mean_chars": round(sum(map(len, texts)) / max(len(texts), 1), 1),
+                  "threads": parallel.num_threads(), "kernels": "numba" if cpu.enabled() else "numpy",
+                  "blas": _blas()}
+        for name in models:
+            result[name] = {mode: _tagger_rates(zoo.load(name, **options), texts, repeat)
+                            for mode, options in runtimes.items()}
+        again = _paddle_engine(path, repeat) if engine else None
+    if engine:
         for key in ("batch1", "batch64"):
             engine[key]["sentences_per_s"] = max(engine[key]["sentences_per_s"], again[key]["sentences_per_s"])
-        for name in models:
-            for mode in runtimes:
-                result[name][f"{mode}_over_paddle_engine"] = {
-                    k: round(result[name][mode][k]["sentences_per_s"] / engine[k]["sentences_per_s"], 2)
-                    for k in reference}
+        assert engine["sentences"] == len(texts), (engine["sentences"], len(texts))
+    result["paddle_engine"] = engine
+    for name in models:
+        rates = result[name]
+        for mode in runtimes:
+            if mode != "eager" and "eager" in runtimes:
+                rates[f"{mode}_over_eager"] = {k: round(rates[mode][k]["sentences_per_s"] /
+                                                        rates["eager"][k]["sentences_per_s"], 2)
+                                               for k in ("batch1", "batch64")}
+            if engine:
+                rates[f"{mode}_over_paddle_engine"] = {k: round(rates[mode][k]["sentences_per_s"] /
+                                                                engine[k]["sentences_per_s"], 2)
+                                                       for k in ("batch1", "batch64")}
     return result
 
 
+def _thread_counts():
+    value = os.environ.get(THREADS_ENV, "").strip()
+    return [int(v) for v in value.split(",") if v.strip()] if value else [1, 2]
+
+
+def _inference_by_threads(quick):
+    """bench_inference at each thread count, each in its own process (oar's pool, BLAS and the engine set to it)."""
+    runs = {}
+    for threads in _thread_counts():
+        env = {**os.environ, **{name: str(threads) for name in ("OAR_NUM_THREADS", "OMP_NUM_THREADS",
+                                                               "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}}
+        command = [sys.executable, "-m", "zoo.bench.lac", "--inference"] + (["--quick"] if quick else [])
+        done = subprocess.run(command, env=env, check=True, stdout=subprocess.PIPE, text=True)
+        runs[f"{threads}t"] = json.loads(done.stdout)
+    return runs
+
+
 def run_all(quick=False):
-    """Both benchmarks (``quick``: batch 8 x length 16 training, 200 test sentences, one timed run)."""
+    """The training step and inference at each thread count (``quick``: batch 8 x length 16 training, 200
+    sentences, one timed run)."""
     if quick:
-        return {"train_step": bench_train_step(batch=8, length=16, repeat=1),
-                "inference": bench_inference(peoples_daily_test_texts(200), batch1_sentences=50, repeat=1)}
-    return {"train_step": bench_train_step(), "inference": bench_inference()}
+        return {"train_step": bench_train_step(batch=8, length=16, repeat=1), "inference": _inference_by_threads(True)}
+    return {"train_step": bench_train_step(), "inference": _inference_by_threads(False)}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="oar bench lac's inference part at this process's thread count")
+    parser.add_argument("--inference", action="store_true", required=True)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args(argv)
+    result = (bench_inference(repeat=1, limit=200) if args.quick else bench_inference())
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
