@@ -14,11 +14,14 @@ import framework.nn.functional as F
 from framework.optimizer import Adam
 from framework.timing import median_time
 
-from nlp.senta.model import SentaBiLSTM, SentaCNN
+from nlp.senta.model import SentaBiLSTM, SentaCNN, SentaGRU, SentaLSTM
 
 from .torch_twins import match_blas_threads, torch_or_none, torch_senta
 
 __all__ = ["oar_train_step", "torch_train_step", "bench_train_step", "run_all"]
+
+
+_RNNS = {"bilstm": SentaBiLSTM, "lstm": SentaLSTM, "gru": SentaGRU}
 
 
 def oar_train_step(kind, ids_np, labels_np, vocab_size, emb_dim, hidden, hidden2, device="cpu"):
@@ -26,8 +29,8 @@ def oar_train_step(kind, ids_np, labels_np, vocab_size, emb_dim, hidden, hidden2
 
     ``device``: 'cpu' or 'gpu', where the model and the batch live.
     """
-    if kind == "bilstm":
-        model = SentaBiLSTM(vocab_size, emb_dim=emb_dim, hidden=hidden, hidden2=hidden2)
+    if kind in _RNNS:
+        model = _RNNS[kind](vocab_size, emb_dim=emb_dim, hidden=hidden, hidden2=hidden2)
     else:
         model = SentaCNN(vocab_size, emb_dim=emb_dim, filters=hidden, hidden2=hidden2)
     model.to(device)

@@ -202,10 +202,11 @@ def torch_lac(vocab_size, num_tags, emb_dim=128, hidden=128, num_layers=2, devic
 
 
 def torch_senta(kind, vocab_size, emb_dim, hidden, hidden2):
-    """The twin of SentaBiLSTM (``kind`` "bilstm") or SentaCNN ("cnn"): ids (N, L) -> logits (N, 2).
+    """The twin of SentaBiLSTM (``kind`` "bilstm"), SentaLSTM ("lstm"), SentaGRU ("gru") or SentaCNN ("cnn"):
+    ids (N, L) -> logits (N, 2).
 
     Embedding (id 0 is padding), a bidirectional LSTM of ``hidden`` per
-    direction or a window-3 convolution of ``hidden`` filters with tanh, max
+    direction, a forward LSTM or GRU of ``hidden``, or a window-3 convolution of ``hidden`` filters with tanh, max
     over time, tanh, fc ``hidden2`` with tanh, fc 2.
     """
     torch = require_torch()
@@ -215,9 +216,10 @@ def torch_senta(kind, vocab_size, emb_dim, hidden, hidden2):
         def __init__(self):
             super().__init__()
             self.embedding = nn.Embedding(vocab_size, emb_dim, padding_idx=0)
-            if kind == "bilstm":
-                self.encoder = nn.LSTM(emb_dim, hidden, batch_first=True, bidirectional=True)
-                features = 2 * hidden
+            if kind in ("bilstm", "lstm", "gru"):
+                rnn = nn.GRU if kind == "gru" else nn.LSTM
+                self.encoder = rnn(emb_dim, hidden, batch_first=True, bidirectional=kind == "bilstm")
+                features = (2 if kind == "bilstm" else 1) * hidden
             else:
                 self.encoder = nn.Conv1d(emb_dim, hidden, 3, padding=1)
                 features = hidden
@@ -226,8 +228,8 @@ def torch_senta(kind, vocab_size, emb_dim, hidden, hidden2):
 
         def forward(self, ids):
             emb = self.embedding(ids)                                                 # (N, L, E)
-            if kind == "bilstm":
-                h = self.encoder(emb)[0]                                              # (N, L, 2H)
+            if kind in ("bilstm", "lstm", "gru"):
+                h = self.encoder(emb)[0]                                              # (N, L, 2H or H)
             else:
                 h = torch.tanh(self.encoder(emb.transpose(1, 2))).transpose(1, 2)     # (N, L, H)
             return self.out(torch.tanh(self.fc(torch.tanh(h.max(dim=1).values))))

@@ -11,7 +11,7 @@ count, and each side's speed-up from 1 to 2 threads, and ``oar_1t_profile``
 splits one more 1-thread oar step by op family. The BLAS that ran
 (threadpoolctl's report) is in ``blas``. Nothing here is asserted.
 
-Families and batches (the sizes of the 2019 models): Senta BiLSTM and CNN
+Families and batches (the sizes of the 2019 models): Senta BiLSTM, LSTM, GRU and CNN
 (64 reviews of 100 characters), LAC (64 sentences of 64 characters), SimNet BOW
 (64 pairs of 32 characters), Attention Cluster, Attention LSTM and NeXtVLAD (32
 YouTube-8M videos of 300 frames), TSN-R50 and TSM-R50 (one 8-frame clip at
@@ -144,6 +144,8 @@ def _resnet50(quick):
 #: family -> builder(quick) returning (oar step, torch twin's step builder taking the torch module)
 FAMILIES = {
     "senta_bilstm": lambda quick: _senta("bilstm", quick),
+    "senta_lstm": lambda quick: _senta("lstm", quick),
+    "senta_gru": lambda quick: _senta("gru", quick),
     "senta_cnn": lambda quick: _senta("cnn", quick),
     "lac": _lac,
     "simnet_bow": _simnet_bow,
@@ -190,8 +192,16 @@ def _ratio(a, b):
     return None if a is None or b is None else round(a / b, 3)
 
 
+ONLY_ENV = "OAR_BENCH_TRAIN_ONLY"     # comma list of families for ``oar bench train`` (default: every one)
+
+
 def run_all(quick=False, only=None):
-    """Every family at 1 and 2 threads, each count in its own process; see the module docstring."""
+    """Every family (``only``, else ``$OAR_BENCH_TRAIN_ONLY``, else all) at 1 and 2 threads, each count in its own
+    process; see the module docstring."""
+    only = only or [name.strip() for name in os.environ.get(ONLY_ENV, "").split(",") if name.strip()] or None
+    unknown = [name for name in only or () if name not in FAMILIES]
+    if unknown:
+        raise SystemExit(f"{ONLY_ENV}: unknown family {unknown[0]!r}; known: {', '.join(FAMILIES)}")
     runs = {}
     for threads in THREAD_COUNTS:
         env = {**os.environ, **{name: str(threads) for name in ("OAR_NUM_THREADS", "OMP_NUM_THREADS",
