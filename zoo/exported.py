@@ -137,7 +137,10 @@ def is_export(path):
 
 def card_of(directory):
     """The model card an export directory recorded (at least its ``name`` and ``task``)."""
-    manifest = read_manifest(directory)
+    return _card(read_manifest(directory))
+
+
+def _card(manifest):
     return {**(manifest["card"] or {}), "name": manifest["name"], "task": manifest["task"]}
 
 
@@ -190,9 +193,7 @@ def _needed(directory, manifest, runtime):
     if manifest["loader"] is None:
         if manifest["weights"] is None:
             raise ExportError(f"{os.path.join(directory, MANIFEST)} names neither weights nor a loader")
-        needed.update(config=RUN_CONFIG, weights=manifest["weights"])
-        if os.path.exists(os.path.join(directory, RUN_ASSETS)):
-            needed["assets"] = RUN_ASSETS
+        needed.update(config=RUN_CONFIG, assets=RUN_ASSETS, weights=manifest["weights"])
     if runtime == "onnxruntime":
         if manifest["onnx"] is None:
             raise ExportError(f"{directory} holds no ONNX model; export it with `oar export NAME --format onnx` "
@@ -238,7 +239,7 @@ def load_export(directory, loaders, device="cpu", runtime="oar"):
     else:
         task.model.add_program(program)
     task.device = device
-    task.card = manifest["card"] or {"name": manifest["name"], "task": manifest["task"]}
+    task.card = _card(manifest)
     return task
 
 
