@@ -24,6 +24,7 @@ from . import exported
 from .api import RUNTIMES, TASKS, export, load, model_card, register_everything
 from .catalog import card, cards
 from .inputs import count_lines, predict_in_order, read_lines, result_writer
+from .ray import add_arguments as engine_arguments, run as run_on_ray
 
 __all__ = ["COMMANDS", "Command", "UsageError"]
 
@@ -229,6 +230,7 @@ def _run_arguments(parser):
                         help="run the network on oar's traced program (default) or on ONNX Runtime "
                              "(exported once; needs the export extra)")
     parser.add_argument("--eager", action="store_true", help="run the model eagerly instead of its traced program")
+    engine_arguments(parser)
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = "models, by task:\n" + _models_by_task() + \
         "\n\nexamples:\n  oar run lac_pku --input_text \"今天是个好日子\"\n  oar run senta_bilstm --input_file - < reviews.txt"
@@ -250,6 +252,12 @@ def run(args):
     entry = model_card(args.name)
     if args.eager and args.runtime != "oar":
         raise UsageError("--eager runs oar's eager model; it does not go with --runtime onnxruntime")
+    if args.engine == "ray":                # Ray Data reads the lines (texts, or paths for a path model) and writes
+        if not args.input_file:             # the shards (zoo/ray.py)
+            raise UsageError("--engine ray reads --input_file (a path or URL with one input per line)")
+        args.json = True                    # rows are JSON: the model's own whitespace rule, as with --json
+        return run_on_ray(args, args.name, {} if args.top_k is None else
+                          _predict_options(load(args.name, static=False), args, args.name))
     _check_input_kind(entry, args)
     given = _inputs(args)                   # a missing or unreadable input file fails before the model loads
     task = load(args.name, device=args.device, static=not args.eager, runtime=args.runtime)
