@@ -67,9 +67,10 @@ def oar_home():
 
 
 def sha256_of(path, chunk=1 << 20):
-    """Hex sha256 of the file at ``path``."""
+    """Hex sha256 of the file at ``path`` (a local path, or a URL read through fsspec)."""
+    from .io.remote import is_url, open_file
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
+    with (open_file(path, "rb") if is_url(path) else open(path, "rb")) as f:
         for block in iter(lambda: f.read(chunk), b""):
             digest.update(block)
     return digest.hexdigest()
