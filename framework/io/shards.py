@@ -195,7 +195,7 @@ def read_shard(url, with_keys=False):
     member = None
     try:
         try:
-            tar = tarfile.open(fileobj=stream, mode="r|")
+            tar = tarfile.open(fileobj=stream, mode="r|", bufsize=1 << 20)     # few, large reads of the stream
         except tarfile.ReadError as exc:
             raise ShardFormatError(f"shard {safe_url(url)}: is not a tar file (or is cut short before its "
                                    f"first member: {exc})") from None
