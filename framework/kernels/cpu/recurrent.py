@@ -28,7 +28,7 @@ All arrays are C-contiguous; float32 or float64 (each compiled once per dtype).
 """
 import numpy
 
-from .compiler import gemm, kernel, sigmoid, tanh
+from .compiler import gemm, kernel, one_blas_thread, sigmoid, tanh
 
 __all__ = ["gru_forward_run", "gru_backward_run", "lstm_forward_run", "lstm_backward_run"]
 
@@ -207,10 +207,11 @@ def active_counts(lengths, num_steps):
 
 
 def _each_run(fn, runs):
-    """fn(s) for every run s, the runs spread over the CPU threads (one direction each) when there are several."""
+    """fn(s) for every run s, the runs spread over the CPU threads (one direction each) when there are several;
+    then each thread's BLAS GEMMs run on one thread (:func:`one_blas_thread`)."""
     from ... import parallel
     if runs > 1 and parallel.num_threads() > 1:
-        parallel.run_chunks(lambda start, stop: [fn(s) for s in range(start, stop)], runs,
+        parallel.run_chunks(lambda start, stop: one_blas_thread(lambda: [fn(s) for s in range(start, stop)]), runs,
                             elements_per_index=parallel.MIN_CHUNK_ELEMENTS)
     else:
         for s in range(runs):
