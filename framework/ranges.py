@@ -60,12 +60,13 @@ COMMON = {
     **dict.fromkeys(("hidden", "hidden2", "hidden_size", "emb_dim", "embedding_size", "lstm_size", "num_layers",
                      "num_segments", "num_clusters", "num_frames", "max_frames", "num_views",
                      "num_tags", "vocab_size", "filters", "window", "base_channels", "in_channels", "in_features",
-                     "batch_size", "max_batch_tokens", "max_chunk_len", "max_len", "clip_len", "frame_interval",
+                     "batch_size", "max_batch_tokens", "max_chunk_len", "clip_len", "frame_interval",
                      "seglen", "image_size", "resize", "frame_size", "short_side", "topk", "top_k", "gap_top_k",
                      "groups", "expansion", "gating_reduction", "frames_per_video", "extract_frames", "num",
                      "size", "train_copies", "max_per_query", "depth", "lexicon_max_len", "eval_every",
                      "step_size", "decay_steps", "T_max", "d_model"), COUNT),
     **dict.fromkeys(("num_classes",                # 0: a backbone without its head (pooled features)
+                     "max_len",                    # 0: sentences kept whole (the People's Daily sets)
                      "seed", "buckets", "ngram_buckets", "lexicon_features", "max_skips", "weight_decay",
                      "eta_min", "end_lr", "margin", "noise", "initial_accumulator_value", "brightness",
                      "contrast", "saturation", "max_distort", "geometry_weight", "min_freq", "lexicon_min_freq",

@@ -11,6 +11,7 @@ from framework.errors import InputError  # noqa: E402
 from video.data.decode import VideoDecodeError  # noqa: E402
 from video.data.synthetic import MOTIONS, SHAPES, make_synthetic_set  # noqa: E402
 from zoo.catalog import cards  # noqa: E402
+from tests.offline import fetched_nothing
 
 VIDEO_MODELS = sorted(name for name, entry in cards().items() if entry["task"] == "video" and not entry.get("compressed_from"))
 FEATURE_MODELS = ("attention_cluster_synth", "attention_lstm_synth", "nextvlad_synth")
@@ -52,7 +53,7 @@ def test_predict_with_top_k_on_a_generated_clip(name, clip, offline):
         assert probs == sorted(probs, reverse=True) and all(0.0 <= p <= 1.0 for p in probs)
     with pytest.raises(InputError, match="top_k must be an integer >= 1"):
         task.predict([path], top_k=0)
-    assert not offline.exists()
+    assert fetched_nothing(offline)
 
 
 def test_the_feature_models_name_the_clips_shape(clip, offline):

@@ -56,7 +56,8 @@ def test_predict_on_a_large_list_stays_in_memory_bounded_by_the_batch(name, kind
     assert done.returncode == 0, done.stderr[-2000:]
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     assert figures["small"] == 200 and figures["big"] == size
-    assert figures["after_big_mb"] < 1024, figures                             # measured: 0.2-0.4 GB
+    # measured: 0.2-0.4 GB; up to 1.4 GB when the first call also compiles the CPU kernels (a cold cache)
+    assert figures["after_big_mb"] < 2048, figures
     assert figures["after_big_mb"] - figures["after_small_mb"] < 300, figures   # the list itself is ~10 MB
 
 

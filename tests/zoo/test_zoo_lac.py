@@ -14,6 +14,7 @@ import yaml
 import framework
 from framework.fetch import FetchError
 from zoo.catalog import ROOT, card
+from tests.offline import fetched_nothing
 
 OAR = shutil.which("oar", path=os.path.dirname(sys.executable)) or shutil.which("oar")
 CORPUS_LINES = [
@@ -98,7 +99,7 @@ def test_lac_pku_runs_offline_without_the_corpus(tmp_path, monkeypatch):
     assert results[1] == {"words": [], "tags": []}
     assert results[2]["words"][-1] == "。" and results[2]["tags"][-1] == "w"
     assert "北京" in results[2]["words"] and results[2]["tags"][results[2]["words"].index("北京")] == "ns"
-    assert not os.path.exists(tmp_path / "empty")
+    assert fetched_nothing(tmp_path / "empty")
 
 
 def test_oar_run_lac_pku_prints_word_tag_pairs(tmp_path):

@@ -15,6 +15,7 @@ import zoo
 from framework.config import load_config
 from framework.fetch import FetchError, sha256_of
 from zoo.catalog import ROOT, card
+from tests.offline import fetched_nothing
 
 MODELS = ("senta_bow", "senta_cnn", "senta_gru", "senta_lstm", "senta_bilstm")
 POSITIVE = ["服务很好，下次还来", "非常满意", "东西不错，物流也快"]
@@ -49,7 +50,7 @@ def test_each_model_loads_offline_and_predicts_obvious_reviews(name, offline):
     results = task.predict(POSITIVE + NEGATIVE)
     assert [r["label"] for r in results] == ["positive"] * len(POSITIVE) + ["negative"] * len(NEGATIVE)
     assert all(set(r) == {"label", "score"} and 0.5 <= r["score"] <= 1.0 for r in results)
-    assert not offline.exists()                          # nothing was fetched or cached
+    assert fetched_nothing(offline)                          # nothing was fetched or cached
 
 
 def test_default_sentiment_model_is_bilstm(offline):

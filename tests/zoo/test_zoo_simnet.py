@@ -20,6 +20,7 @@ from framework.errors import UserError
 from framework.fetch import FetchError, sha256_of
 from zoo.reproduce.simnet import SIMNET_MODELS
 from zoo.catalog import ROOT, card
+from tests.offline import fetched_nothing
 
 OAR = shutil.which("oar", path=os.path.dirname(sys.executable)) or shutil.which("oar")
 # Right answers on the sample (the pairs of every 20th anchor sentence of the test split, 312 pairs, half of
@@ -89,7 +90,7 @@ def test_each_model_loads_offline_and_labels_by_its_threshold(name, offline):
     low, high = (0.0, 1.0) if name.endswith("pointwise") else (-1.0, 1.0)     # P(match) or a cosine
     assert all(low - 1e-6 <= r["score"] <= high + 1e-6 for r in results)
     assert results[3]["label"] == 1                       # identical sides match
-    assert not offline.exists()                           # nothing was fetched, built or cached
+    assert fetched_nothing(offline)                           # nothing was fetched, built or cached
 
 
 def test_predict_takes_tuples_and_tab_separated_lines(offline):

@@ -14,6 +14,7 @@ from framework.fetch import sha256_of  # noqa: E402
 from video.data.decode import VideoReader  # noqa: E402
 from video.data.synthetic import MOTIONS, REVERSE_PAIRS, SHAPES, make_synthetic_set  # noqa: E402
 from zoo.catalog import ROOT, card, cards  # noqa: E402
+from tests.offline import fetched_nothing
 
 FRAME_MODELS = ("tsm_synth", "tsn_synth", "stnet_synth", "nonlocal_synth")
 FEATURE_MODELS = ("attention_cluster_synth", "attention_lstm_synth", "nextvlad_synth")
@@ -120,7 +121,7 @@ def test_each_model_scores_like_its_card_on_fresh_and_reversed_clips(name, fresh
         # the same model made blind to frame order (each reversal answered as its forward clip) fails the mark
         blind = [results[i - i % 2] for i in range(len(results))]
         assert _right(name, blind, motions, shapes)[3] <= ORDER_BLIND_CEILING < least[3]
-    assert not offline.exists()
+    assert fetched_nothing(offline)
 
 
 def test_default_video_model_is_tsm(offline):

@@ -1,0 +1,10 @@
+"""What "ran offline" means for a test's ``$OAR_HOME`` (the ``offline`` fixture's folder)."""
+import os
+
+# What running a model keeps in $OAR_HOME by itself: traced programs and compiled CPU kernels, never a download.
+RUN_CACHES = {"programs", "numba"}
+
+
+def fetched_nothing(home):
+    """True when ``home`` (a pathlib.Path) holds nothing but the caches running a model writes."""
+    return not home.exists() or set(os.listdir(home)) <= RUN_CACHES
