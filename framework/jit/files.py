@@ -31,6 +31,7 @@ from ..errors import MissingFileError, UserError
 from ..fetch import sha256_of
 from ..serialization import SerializationError, atomic_write, load as load_arrays, save as save_arrays
 from ..tensor import Function
+from ..tree import TreeFormatError, tree_from_json, tree_to_json
 from .program import InputSpec, Node, Program
 from .template import TemplateError, from_json, numeric_dtype, ref_slots, to_json
 
@@ -90,7 +91,7 @@ def save(program, path):
         "values": [{"slot": slot, "name": program.value_names.get(slot, ""), "key": key,
                     "shape": list(array.shape), "dtype": array.dtype.str}
                    for (key, array), slot in zip(arrays.items(), sorted(program.values))],
-        "nodes": nodes, "outputs": program.outputs, "weights_sha256": sha256_of(weights),
+        "nodes": nodes, "outputs": tree_to_json(program.outputs, "slot"), "weights_sha256": sha256_of(weights),
         "slot_specs": [{"slot": slot, "shape": [int(n) for n in shape], "dtype": numpy.dtype(dtype).str}
                        for slot, (shape, dtype) in sorted(program.slot_specs.items())],
     }
@@ -199,22 +200,13 @@ def _read_nodes(graph, graph_path, num_slots, written):
     return nodes
 
 
-def _check_outputs(tree, written, graph_path):
-    if tree is None:
-        return
-    if isinstance(tree, list):
-        for v in tree:
-            _check_outputs(v, written, graph_path)
-        return
-    if isinstance(tree, dict) and len(tree) == 1:
-        (kind, body), = tree.items()
-        if kind == "slot" and isinstance(body, int) and body in written:
-            return
-        if kind == "tuple" and isinstance(body, list):
-            return _check_outputs(body, written, graph_path)
-        if kind == "dict" and isinstance(body, dict):
-            return _check_outputs(list(body.values()), written, graph_path)
-    _fail(graph_path, f"the outputs name {tree!r}, which is not a slot the program writes")
+def _read_outputs(graph, written, graph_path):
+    """The output structure (a tree of slots the program writes) of the file's JSON form."""
+    try:
+        return tree_from_json(graph.get("outputs"), "slot", check_leaf=lambda slot: isinstance(slot, int)
+                              and not isinstance(slot, bool) and slot in written)
+    except TreeFormatError as err:
+        _fail(graph_path, f"the outputs name {err}, which is not a slot the program writes")
 
 
 def _read_slot_specs(graph, graph_path, num_slots):
@@ -244,7 +236,7 @@ def load(path, device="cpu"):
     values, names = _read_values(path, graph_path, graph, num_slots)
     written = set(range(len(inputs))) | set(values)
     nodes = _read_nodes(graph, graph_path, num_slots, written)
-    _check_outputs(graph.get("outputs"), written, graph_path)
-    program = Program(inputs, nodes, values, graph["outputs"], num_slots, value_names=names,
+    outputs = _read_outputs(graph, written, graph_path)
+    program = Program(inputs, nodes, values, outputs, num_slots, value_names=names,
                       slot_specs=_read_slot_specs(graph, graph_path, num_slots))
     return program.to(device) if device and device != "cpu" else program

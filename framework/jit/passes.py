@@ -18,6 +18,8 @@
 Each pass takes and returns a Program; it only rewires slots, so the replay
 stays exactly the eager computation apart from ``fold_batch_norm``'s rounding.
 """
+import dataclasses
+
 import numpy
 
 from .. import backend
@@ -30,62 +32,18 @@ from .template import Ref, follows_sizes, has_markers, ref_slots, resolve
 __all__ = ["optimize", "DEFAULT_PASSES", "EXACT_PASSES", "PASSES"]
 
 
-def _rename(value, renames):
-    """A template, slot tuple or output tree with the slots in ``renames`` ({old: new}) replaced."""
-    if isinstance(value, Ref):
-        return Ref(renames.get(value.slot, value.slot))
-    if isinstance(value, (tuple, list)):                     # a SliceTemplate stays one
-        return type(value)(_rename(v, renames) for v in value)
-    if isinstance(value, dict):
-        if set(value) == {"slot"}:
-            return {"slot": renames.get(value["slot"], value["slot"])}
-        return {k: _rename(v, renames) for k, v in value.items()}
-    return value
-
-
-def _apply_renames(program, renames):
-    for node in program.nodes:
-        node.inputs = tuple(renames.get(s, s) for s in node.inputs)
-        node.attrs = _rename(node.attrs, renames)
-    program.outputs = _rename(program.outputs, renames)
-
-
-def _readers(program):
-    """``{slot: number of nodes (and output leaves) reading it}``."""
-    counts = {}
-    for node in program.nodes:
-        for slot in set(node.inputs) | set(ref_slots(node.attrs)):
-            counts[slot] = counts.get(slot, 0) + 1
-    for slot in program.output_slots():
-        counts[slot] = counts.get(slot, 0) + 1
-    return counts
-
-
 def remove_identities(program):
     """Drop copies and no-op casts (module docstring)."""
     kept, renames = [], {}
-    for node in program.nodes:
+    for node in program:
         source = node.inputs[0] if node.inputs else None
         spec = program.slot_specs.get(source)
         if node.cls is Identity or (node.cls is Cast and spec is not None
-                                    and numpy.dtype(node.attrs.get("dtype")) == spec[1]):
+                                    and numpy.dtype(node.attrs.get("dtype")) == spec.dtype):
             renames[node.outputs[0]] = renames.get(source, source)
             continue
-        node.inputs = tuple(renames.get(s, s) for s in node.inputs)
-        node.attrs = _rename(node.attrs, renames)
         kept.append(node)
-    program.nodes = kept
-    program.outputs = _rename(program.outputs, renames)
-    return program
-
-
-def _new_value(program, array, name):
-    slot = program.num_slots
-    program.num_slots += 1
-    program.values[slot] = array
-    program.value_names[slot] = name
-    program.slot_specs[slot] = (array.shape, array.dtype)
-    return slot
+    return program.replace_nodes(kept, renames)
 
 
 def _folded_weights(producer, weight, bias, mean, var, gamma, beta, epsilon):
@@ -102,56 +60,54 @@ def _folded_weights(producer, weight, bias, mean, var, gamma, beta, epsilon):
 
 def fold_batch_norm(program):
     """Fold eval-mode batch norms into the convolution or linear map before them (module docstring)."""
-    producers = {slot: node for node in program.nodes for slot in node.outputs}
-    readers = _readers(program)
-    kept, renames = [], {}
-    for node in program.nodes:
+    producers = program.producers()
+    readers = program.read_counts()
+    kept, renames, folded = [], {}, {}                      # folded: id(producer) -> its new weight and bias slots
+    for node in program:
         fixed = node.attrs.get("fixed") if node.cls is BatchNorm else None
         producer = producers.get(node.inputs[0]) if fixed is not None else None
-        values = program.values
+        value = program.is_value
         foldable = (producer is not None and producer.cls in (ConvNd, Linear) and not producer.multi
+                    and id(producer) not in folded
                     and readers.get(node.inputs[0]) == 1 and not has_markers(producer.attrs)
-                    and all(s in values for s in producer.inputs[1:] + node.inputs[1:])
-                    and all(isinstance(r, Ref) and r.slot in values for r in fixed)
-                    and (producer.cls is ConvNd or len(program.slot_specs[node.inputs[0]][0]) == 2))
+                    and all(value(s) for s in producer.inputs[1:] + node.inputs[1:])
+                    and all(isinstance(r, Ref) and value(r.slot) for r in fixed)
+                    and (producer.cls is ConvNd or len(program.spec(node.inputs[0]).shape) == 2))
         if not foldable:
             kept.append(node)
             continue
-        host = {s: backend.to_device(values[s], "cpu") for s in producer.inputs[1:] + node.inputs[1:]}
+        host = {s: backend.to_device(program.value(s), "cpu") for s in producer.inputs[1:] + node.inputs[1:]}
         weight = host[producer.inputs[1]]
         bias = host[producer.inputs[2]] if len(producer.inputs) > 2 else None
-        mean, var = (backend.to_device(values[r.slot], "cpu") for r in fixed)
+        mean, var = (backend.to_device(program.value(r.slot), "cpu") for r in fixed)
         new_weight, new_bias = _folded_weights(producer.cls, weight, bias, mean, var, host[node.inputs[1]],
                                                host[node.inputs[2]], node.attrs["epsilon"])
-        device = backend.device_of(values[producer.inputs[1]])
+        device = backend.device_of(program.value(producer.inputs[1]))
         scope = producer.scope or node.scope
-        producer.inputs = (producer.inputs[0],
-                           _new_value(program, backend.to_device(new_weight, device), f"{scope}.folded_weight"),
-                           _new_value(program, backend.to_device(new_bias, device), f"{scope}.folded_bias"))
+        folded[id(producer)] = (program.add_value(backend.to_device(new_weight, device), f"{scope}.folded_weight"),
+                                program.add_value(backend.to_device(new_bias, device), f"{scope}.folded_bias"))
         renames[node.outputs[0]] = producer.outputs[0]
-    program.nodes = kept
-    _apply_renames(program, renames)
-    return program
+    kept = [dataclasses.replace(n, inputs=(n.inputs[0],) + folded[id(n)]) if id(n) in folded else n for n in kept]
+    return program.replace_nodes(kept, renames)
 
 
 def fold_constants(program):
     """Run, once, every op whose inputs are all values (module docstring)."""
     kept = []
-    for node in program.nodes:
+    for node in program:
         reads = node.inputs + tuple(ref_slots(node.attrs))
-        if not reads or not all(s in program.values for s in reads) or follows_sizes(node.attrs):
+        if not reads or not all(program.is_value(s) for s in reads) or follows_sizes(node.attrs):
             kept.append(node)
             continue
-        arrays = [program.values[s] for s in node.inputs]
+        arrays = [program.value(s) for s in node.inputs]
         fn = node.cls.__new__(node.cls)
         fn.__dict__.update(resolve(node.attrs, program.values, {}))
         fn.xp = backend.get_array_module(arrays[0]) if arrays else numpy
         out = fn.forward(*arrays)
         for slot, array in zip(node.outputs, out if node.multi else (out,)):
-            program.values[slot] = fn.xp.asarray(array)
-            program.value_names[slot] = f"{node.scope}.{node.cls.__name__}" if node.scope else node.cls.__name__
-    program.nodes = kept
-    return program
+            program.set_value(slot, fn.xp.asarray(array),
+                              f"{node.scope}.{node.cls.__name__}" if node.scope else node.cls.__name__)
+    return program.replace_nodes(kept)
 
 
 def eliminate_dead_code(program):
@@ -163,10 +119,8 @@ def eliminate_dead_code(program):
             kept.append(node)
             live.update(node.inputs)
             live.update(ref_slots(node.attrs))
-    program.nodes = kept[::-1]
-    for slot in [s for s in program.values if s not in live]:
-        del program.values[slot]
-        program.value_names.pop(slot, None)
+    program.replace_nodes(kept[::-1])
+    program.remove_values([s for s in program.values if s not in live])
     return program
 
 
@@ -184,5 +138,4 @@ def optimize(program, passes=DEFAULT_PASSES):
     for name in DEFAULT_PASSES:
         if name in passes:
             program = PASSES[name](program)
-    program._plan = None
     return program

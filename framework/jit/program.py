@@ -14,15 +14,17 @@ last reader so its memory is reused. It returns arrays in the traced output
 structure (a Tensor input is read as its array).
 """
 import dataclasses
+import typing
 
 import numpy
 
 from .. import backend
 from ..errors import InputError
 from ..tensor import Tensor
-from .template import has_markers, ref_slots, resolve
+from ..tree import tree_leaves, tree_map
+from .template import has_markers, ref_slots, rename_refs, resolve
 
-__all__ = ["Program", "Node", "InputSpec", "GuardError", "build_outputs"]
+__all__ = ["Program", "Node", "InputSpec", "SlotSpec", "GuardError", "UnknownSlotError", "build_outputs"]
 
 
 class GuardError(InputError):
@@ -56,65 +58,159 @@ def _describe(array):
     return f"{tuple(array.shape)} {array.dtype}"
 
 
+class UnknownSlotError(KeyError):
+    """A slot the program has no trace-time shape for (or no slot at all); the message names it."""
+
+    def __str__(self):
+        return str(self.args[0]) if self.args else ""
+
+
+class SlotSpec(typing.NamedTuple):
+    """The trace-time shape (a tuple of ints) and dtype of one slot."""
+    shape: tuple
+    dtype: numpy.dtype
+
+
 class Program:
     """A traced graph (module docstring). Built by :func:`framework.jit.trace` or :func:`framework.jit.load`.
 
-    Attributes:
-        inputs: the :class:`InputSpec` of each input, in call order.
-        nodes: the :class:`Node` list, in execution order.
-        values: ``{slot: array}`` of the parameters and constants.
-        outputs: the output structure (``{"slot": k}`` leaves, ``{"tuple": [...]}``, lists, ``{"dict": {...}}``).
-        num_slots: how many slots the program numbers.
-        value_names: ``{slot: name}`` (parameter names; a constant's layer).
+    Read it through its API (graph passes, ONNX export and compression do):
+
+    - ``inputs``: the :class:`InputSpec` of each input, in call order (input ``i`` is slot ``i``);
+    - ``outputs``: the output structure, a tree (:mod:`framework.tree`) of slot numbers in tuples, lists
+      and dicts (None for a layer that returns None); :meth:`output_slots` lists its slots;
+    - ``nodes``: the :class:`Node` tuple in execution order (``for node in program`` iterates it);
+      :meth:`producers`, :meth:`readers` and :meth:`read_counts` index it by slot;
+    - :meth:`spec`: a slot's trace-time :class:`SlotSpec` (shape, dtype);
+    - ``values`` (``{slot: array}``, the parameters and constants), :meth:`is_value`, :meth:`value`,
+      :meth:`value_name` (``value_names``: ``{slot: name}``, a parameter's name or a constant's layer);
+    - changes: :meth:`replace_nodes` (a new node list, slots renamed), :meth:`add_value`,
+      :meth:`set_value`, :meth:`remove_values`, :meth:`to`. Each drops the replay plan.
+
+    ``num_slots`` is how many slots the program numbers.
     """
 
     def __init__(self, inputs, nodes, values, outputs, num_slots, value_names=None, slot_specs=None):
         self.inputs = list(inputs)
-        self.nodes = list(nodes)
+        self._nodes = tuple(nodes)
         self.values = dict(values)
         self.outputs = outputs
         self.num_slots = num_slots
         self.value_names = dict(value_names or {})
-        self.slot_specs = dict(slot_specs or {})      # trace-time (shape, dtype) per slot, for the passes
+        self.slot_specs = {slot: SlotSpec(tuple(shape), numpy.dtype(dtype))
+                           for slot, (shape, dtype) in (slot_specs or {}).items()}
         self.symbols = sorted({n for spec in self.inputs for n in spec.shape if isinstance(n, str)})
         self._plan = None
 
-    # ---- building the replay plan -------------------------------------------------------------------------
-    def output_slots(self):
-        """Every slot the outputs name."""
-        found = []
+    # ---- reading the graph --------------------------------------------------------------------------------
+    @property
+    def nodes(self):
+        """The nodes in execution order (a tuple: change them with :meth:`replace_nodes`)."""
+        return self._nodes
 
-        def walk(tree):
-            if isinstance(tree, dict) and "slot" in tree:
-                found.append(tree["slot"])
-            elif isinstance(tree, dict):
-                for v in (tree.get("tuple") or tree.get("dict", {}).values()):
-                    walk(v)
-            elif isinstance(tree, list):
-                for v in tree:
-                    walk(v)
-        walk(self.outputs)
+    def __iter__(self):
+        return iter(self._nodes)
+
+    def output_slots(self):
+        """Every slot the outputs name, in the order of the output structure."""
+        return tree_leaves(self.outputs)
+
+    def spec(self, slot):
+        """The trace-time :class:`SlotSpec` (shape, dtype) of ``slot``; UnknownSlotError when the program has
+        none for it (a program file written without slot specs)."""
+        found = self.slot_specs.get(slot)
+        if found is None:
+            if not (isinstance(slot, int) and 0 <= slot < self.num_slots):
+                raise UnknownSlotError(f"the program has slots 0..{self.num_slots - 1}, not {slot!r}")
+            raise UnknownSlotError(f"the program has no trace-time shape for slot {slot} (written without slot "
+                                   f"specs: trace and save it again)")
         return found
 
+    def is_value(self, slot):
+        """True when ``slot`` holds a value (a parameter or constant) rather than an input or an op's output."""
+        return slot in self.values
+
+    def value(self, slot):
+        """The array of the value ``slot``."""
+        return self.values[slot]
+
+    def value_name(self, slot, default=None):
+        """The name of the value ``slot`` (a parameter's name, a constant's layer), or ``default``."""
+        return self.value_names.get(slot) or default
+
+    def producers(self):
+        """``{slot: the node that writes it}``."""
+        return {slot: node for node in self._nodes for slot in node.outputs}
+
+    def readers(self, slot):
+        """The nodes that read ``slot`` (as an input or through an attribute), in order."""
+        return [node for node in self._nodes if slot in node.inputs or slot in ref_slots(node.attrs)]
+
+    def read_counts(self):
+        """``{slot: number of nodes (and output leaves) reading it}``."""
+        counts = {}
+        for node in self._nodes:
+            for slot in set(node.inputs) | set(ref_slots(node.attrs)):
+                counts[slot] = counts.get(slot, 0) + 1
+        for slot in self.output_slots():
+            counts[slot] = counts.get(slot, 0) + 1
+        return counts
+
+    # ---- changing the graph -------------------------------------------------------------------------------
+    def replace_nodes(self, nodes, renames=None):
+        """Make ``nodes`` the program's nodes; with ``renames`` ({old slot: new slot}) every read of an old
+        slot (node inputs, attribute references, outputs) reads the new one. Returns self."""
+        nodes = tuple(nodes)
+        if renames:
+            nodes = tuple(dataclasses.replace(node, inputs=tuple(renames.get(s, s) for s in node.inputs),
+                                              attrs=rename_refs(node.attrs, renames)) for node in nodes)
+            self.outputs = tree_map(lambda slot: renames.get(slot, slot), self.outputs)
+        self._nodes = nodes
+        self._plan = None
+        return self
+
+    def add_value(self, array, name):
+        """A new slot holding the value ``array`` (named ``name``); returns the slot."""
+        slot = self.num_slots
+        self.num_slots += 1
+        self.set_value(slot, array, name)
+        return slot
+
+    def set_value(self, slot, array, name):
+        """Make ``slot`` hold the value ``array`` named ``name`` (its spec follows the array)."""
+        self.values[slot] = array
+        self.value_names[slot] = name
+        self.slot_specs[slot] = SlotSpec(tuple(array.shape), numpy.dtype(array.dtype))
+        self._plan = None
+
+    def remove_values(self, slots):
+        """Drop the values ``slots``."""
+        for slot in list(slots):
+            del self.values[slot]
+            self.value_names.pop(slot, None)
+        self._plan = None
+
+    # ---- building the replay plan -------------------------------------------------------------------------
     def _build_plan(self):
         """Per node: (cls, input slots, attrs or template, needs resolving, output slots, multi, slots to free)."""
         keep = set(self.output_slots()) | set(self.values) | set(range(len(self.inputs)))
         last_use = {}
-        for index, node in enumerate(self.nodes):
+        for index, node in enumerate(self._nodes):
             for slot in node.inputs + tuple(ref_slots(node.attrs)):
                 last_use[slot] = index
-        frees = [[] for _ in self.nodes]
+        frees = [[] for _ in self._nodes]
         for slot, index in last_use.items():
             if slot not in keep:
                 frees[index].append(slot)
-        for index, node in enumerate(self.nodes):      # an output nobody reads is dropped at once
+        for index, node in enumerate(self._nodes):      # an output nobody reads is dropped at once
             frees[index].extend(s for s in node.outputs if s not in last_use and s not in keep)
         self._plan = [(node.cls, node.inputs, node.attrs, has_markers(node.attrs), node.outputs, node.multi,
-                       tuple(free)) for node, free in zip(self.nodes, frees)]
+                       tuple(free)) for node, free in zip(self._nodes, frees)]
 
     def to(self, device):
         """Move the values to ``device`` ('cpu' or 'gpu'); returns self."""
         self.values = {slot: backend.to_device(array, device) for slot, array in self.values.items()}
+        self._plan = None
         return self
 
     # ---- calling ------------------------------------------------------------------------------------------
@@ -199,15 +295,7 @@ class Program:
         return f"Program({inputs}; {len(self.nodes)} ops, {len(self.values)} values, {size / 1e6:.1f} MB)"
 
 
-def build_outputs(tree, values, leaf="slot"):
-    """The output structure ``tree`` (``{leaf: key}`` leaves, ``{"tuple": [...]}``, lists, ``{"dict": {...}}``,
-    None) with each leaf replaced by ``values[key]``."""
-    if tree is None:
-        return None
-    if isinstance(tree, list):
-        return [build_outputs(v, values, leaf) for v in tree]
-    if "tuple" in tree:
-        return tuple(build_outputs(v, values, leaf) for v in tree["tuple"])
-    if "dict" in tree:
-        return {k: build_outputs(v, values, leaf) for k, v in tree["dict"].items()}
-    return values[tree[leaf]]
+def build_outputs(tree, values):
+    """The output structure ``tree`` (a tree of keys, :mod:`framework.tree`) with each key replaced by
+    ``values[key]``."""
+    return tree_map(values.__getitem__, tree)

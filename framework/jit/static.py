@@ -32,7 +32,8 @@ from .. import backend
 from ..nn.layer import Layer
 from ..tensor import Tensor
 from .cache import entry_path, load_entry, state_digest, store_entry
-from .trace import DEFAULT_PASSES, TraceError, _input_names, _is_array, input_leaves, positional_names, trace
+from ..tree import tree_map
+from .trace import DEFAULT_PASSES, TraceError, input_leaves, input_names, is_array, positional_names, trace
 
 __all__ = ["to_static", "StaticLayer", "EXAMPLE_ROWS"]
 
@@ -40,13 +41,7 @@ EXAMPLE_ROWS = 2        # rows of the caller's batch a new signature is traced o
 
 
 def _to_tensors(tree):
-    if isinstance(tree, tuple):
-        return tuple(_to_tensors(v) for v in tree)
-    if isinstance(tree, list):
-        return [_to_tensors(v) for v in tree]
-    if isinstance(tree, dict):
-        return {k: _to_tensors(v) for k, v in tree.items()}
-    return None if tree is None else Tensor(tree)
+    return tree_map(Tensor, tree)
 
 
 class StaticLayer:
@@ -69,14 +64,14 @@ class StaticLayer:
     def _signature(self, args, kwargs):
         """The cache key of a call and its named inputs and input arrays (``name`` or ``name.i`` for a list
         input), or None keys when an input is not an array (such a call runs eagerly)."""
-        named = _input_names(self._parameters, tuple(args)) if args else []
+        named = input_names(self._parameters, tuple(args)) if args else []
         named += [(name, value, False) for name, value in kwargs.items()]
         named = [entry for entry in named if entry[1] is not None]
         leaves, groups = input_leaves(named)
         key = [tuple(sorted((name, count) for name, _, count in groups))]
         for name, value in leaves:
             array = value.data if isinstance(value, Tensor) else value
-            if not _is_array(array):
+            if not is_array(array):
                 return None, None, None
             axes = self._axes_of(name)
             key.append((name, array.dtype.str, tuple(None if axis in axes or axis - array.ndim in axes else n

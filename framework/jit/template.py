@@ -20,8 +20,10 @@ import numbers
 
 import numpy
 
+from ..tree import tree_leaves, tree_map
+
 __all__ = ["Ref", "Size", "SizeExpr", "resolve", "has_markers", "to_json", "from_json", "TemplateError",
-           "walk_ints", "replace_ints", "ref_slots", "SliceTemplate", "follows_sizes", "numeric_dtype"]
+           "walk_ints", "replace_ints", "ref_slots", "SliceTemplate", "follows_sizes", "numeric_dtype", "rename_refs"]
 
 
 class TemplateError(ValueError):
@@ -102,26 +104,13 @@ class SliceTemplate(tuple):
 
 
 def ref_slots(value):
-    """The slot of every :class:`Ref` inside ``value``, in order."""
-    if isinstance(value, Ref):
-        yield value.slot
-    elif isinstance(value, (tuple, list)):
-        for v in value:
-            yield from ref_slots(v)
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from ref_slots(v)
+    """The slot of every :class:`Ref` inside ``value``, in order (a list)."""
+    return [leaf.slot for leaf in tree_leaves(value) if isinstance(leaf, Ref)]
 
 
 def has_markers(value, kinds=(Ref, Size)):
     """True when ``value`` holds a :class:`Ref` or a :class:`Size` (one of ``kinds``) anywhere."""
-    if isinstance(value, kinds):
-        return True
-    if isinstance(value, (tuple, list)):
-        return any(has_markers(v, kinds) for v in value)
-    if isinstance(value, dict):
-        return any(has_markers(v, kinds) for v in value.values())
-    return False
+    return any(isinstance(leaf, kinds) for leaf in tree_leaves(value))
 
 
 def follows_sizes(value):
@@ -129,22 +118,27 @@ def follows_sizes(value):
     return has_markers(value, (Size,))
 
 
+def rename_refs(value, renames):
+    """``value`` with each :class:`Ref` to a slot of ``renames`` ({old: new}) pointing at the new slot."""
+    return tree_map(lambda leaf: Ref(renames.get(leaf.slot, leaf.slot)) if isinstance(leaf, Ref) else leaf, value)
+
+
 def resolve(value, env, sizes):
     """``value`` with each :class:`Ref` replaced by ``env[slot]``, each :class:`Size` by its int and each
     :class:`SliceTemplate` by its slice."""
-    if isinstance(value, SliceTemplate):
-        return slice(*(resolve(v, env, sizes) for v in value))
-    if isinstance(value, Ref):
-        return env[value.slot]
-    if isinstance(value, Size):
-        return value.expr.evaluate(sizes)
-    if isinstance(value, tuple):
-        return tuple(resolve(v, env, sizes) for v in value)
-    if isinstance(value, list):
-        return [resolve(v, env, sizes) for v in value]
-    if isinstance(value, dict):
-        return {k: resolve(v, env, sizes) for k, v in value.items()}
-    return value
+    def fill(leaf):
+        if isinstance(leaf, SliceTemplate):
+            return slice(*(fill(v) for v in leaf))
+        if isinstance(leaf, Ref):
+            return env[leaf.slot]
+        if isinstance(leaf, Size):
+            return leaf.expr.evaluate(sizes)
+        return leaf
+    return tree_map(fill, value, is_leaf=_is_slice_template)
+
+
+def _is_slice_template(value):
+    return isinstance(value, SliceTemplate)
 
 
 def walk_ints(value, path=()):

@@ -34,18 +34,21 @@ from ..errors import UserError
 from ..nn.layer import observe_layer_calls
 from ..ops.common import Full
 from ..tensor import Tensor, no_grad, observe_ops
+from ..tree import tree_from_json, tree_map, tree_to_json
 from .program import InputSpec, Node, Program
 from .passes import DEFAULT_PASSES, EXACT_PASSES, optimize
 from .template import Ref, Size, SizeExpr, ref_slots, replace_ints, walk_ints
 
-__all__ = ["trace", "TraceError", "DEFAULT_PASSES", "EXACT_PASSES"]
+__all__ = ["trace", "TraceError", "DEFAULT_PASSES", "EXACT_PASSES", "input_names", "input_leaves", "is_array",
+           "positional_names"]
 
 
 class TraceError(UserError, ValueError):
     """A layer the trace cannot turn into a program; the message names the op and its layer."""
 
 
-def _is_array(value):
+def is_array(value):
+    """True for a NumPy or CuPy array."""
     return isinstance(value, numpy.ndarray) or type(value).__module__.startswith("cupy")
 
 
@@ -91,17 +94,11 @@ class _Recorder:
 
     def template(self, value):
         """An attribute with its arrays (and Tensors) replaced by references to their slots."""
-        if isinstance(value, Tensor):
-            return Ref(self.slot(value.data))
-        if _is_array(value):
-            return Ref(self.slot(value))
-        if isinstance(value, tuple):
-            return tuple(self.template(v) for v in value)
-        if isinstance(value, list):
-            return [self.template(v) for v in value]
-        if isinstance(value, dict):
-            return {k: self.template(v) for k, v in value.items()}
-        return value
+        def ref(leaf):
+            if isinstance(leaf, Tensor):
+                return Ref(self.slot(leaf.data))
+            return Ref(self.slot(leaf)) if is_array(leaf) else leaf
+        return tree_map(ref, value)
 
     def op(self, cls, inputs, attrs, result):
         in_slots = tuple(self.slot(t.data) for t in inputs)
@@ -111,17 +108,15 @@ class _Recorder:
         self.nodes.append(Node(cls, in_slots, template, out_slots, self.scope, multi=isinstance(result, tuple)))
 
     def tree(self, value):
-        """The output structure with each Tensor replaced by its slot number."""
-        if isinstance(value, Tensor):
-            return {"slot": self.slot(value.data)}
-        if isinstance(value, (tuple, list)):
-            return [self.tree(v) for v in value] if isinstance(value, list) else {"tuple": [self.tree(v) for v in value]}
-        if isinstance(value, dict):
-            return {"dict": {k: self.tree(v) for k, v in value.items()}}
-        if value is None:
-            return None
-        raise TraceError(f"the traced layer returned a {type(value).__name__}; a program returns Tensors "
-                         "(alone, in tuples, lists or dicts) or None")
+        """The output structure (:mod:`framework.tree`: tuples, lists and dicts) with each Tensor replaced by
+        its slot number."""
+        def slot(leaf):
+            if isinstance(leaf, Tensor):
+                return self.slot(leaf.data)
+            raise TraceError(f"the traced layer returned a {type(leaf).__name__}; a program returns Tensors "
+                             "(alone, in tuples, lists or dicts) or None")
+        # through the JSON form, so a tuple subclass or an OrderedDict reads as the plain container it is saved as
+        return tree_from_json(tree_to_json(tree_map(slot, value), "slot"), "slot")
 
 
 def positional_names(forward):
@@ -130,12 +125,12 @@ def positional_names(forward):
             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
-def _input_names(parameters, example_inputs):
+def input_names(parameters, example_inputs):
     """``[(name, value, positional)]`` of the example inputs: a tuple/list by position (named after
     ``parameters``, the forward's positional parameter names), a dict by keyword."""
     if isinstance(example_inputs, dict):
         return [(name, value, False) for name, value in example_inputs.items()]
-    if isinstance(example_inputs, (Tensor, numpy.ndarray)) or _is_array(example_inputs):
+    if isinstance(example_inputs, (Tensor, numpy.ndarray)) or is_array(example_inputs):
         example_inputs = (example_inputs,)
     names = parameters + [f"input_{i}" for i in range(len(parameters), len(example_inputs))]
     return [(names[i], value, True) for i, value in enumerate(example_inputs)]
@@ -143,7 +138,7 @@ def _input_names(parameters, example_inputs):
 
 def _array_of(name, value):
     data = value.data if isinstance(value, Tensor) else value
-    if not _is_array(data) or data.dtype.kind not in "biuf":
+    if not is_array(data) or data.dtype.kind not in "biuf":
         raise TraceError(f"example input {name!r} must be a numeric array or Tensor, got {type(value).__name__}")
     return data
 
@@ -351,7 +346,7 @@ def trace(layer, example_inputs, dynamic_axes=None, passes=DEFAULT_PASSES, forwa
     """
     forward = forward or layer
     parameters = positional_names(layer.forward if forward is layer else forward)
-    leaves, groups = input_leaves(_input_names(parameters, example_inputs))
+    leaves, groups = input_leaves(input_names(parameters, example_inputs))
     inputs = [(name, _array_of(name, value)) for name, value in leaves]
     axes, example_sizes = _check_axes(inputs, dynamic_axes)
     symbols = list(example_sizes)

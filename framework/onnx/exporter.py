@@ -24,6 +24,7 @@ import numpy
 
 from .. import backend
 from ..jit import Program, StaticLayer, trace
+from ..jit.trace import input_leaves
 from ..nn.layer import Layer
 from ..serialization import atomic_write
 from ..tensor import Tensor
@@ -63,14 +64,11 @@ def _named_inputs(program, example_inputs):
     """``{program input name: host array}`` from a dict (list values give ``name.0`` …), a tuple in the
     program's input order (lists flattened) or one array."""
     if isinstance(example_inputs, dict):
-        items = []
-        for name, value in example_inputs.items():
-            items += ([(f"{name}.{i}", v) for i, v in enumerate(value)] if isinstance(value, (list, tuple))
-                      else [(name, value)])
+        items, _ = input_leaves([(name, value, False) for name, value in example_inputs.items()])
     else:
         values = example_inputs if isinstance(example_inputs, (list, tuple)) else (example_inputs,)
-        flat = [v for value in values for v in (value if isinstance(value, (list, tuple)) else (value,))]
-        items = list(zip((s.name for s in program.inputs), flat))
+        flat, _ = input_leaves([(str(i), value, True) for i, value in enumerate(values)])
+        items = list(zip((s.name for s in program.inputs), (value for _, value in flat)))
     return {name: numpy.asarray(backend.to_device(v.data if isinstance(v, Tensor) else v, "cpu"))
             for name, v in items}
 

@@ -97,7 +97,7 @@ def temporal_shift(g, node, inputs):
     frame t+1 (zero past the clip's ends), the rest unchanged; Slice + Pad + Concat."""
     x, rank = inputs[0], g.rank(node.inputs[0])
     segments = int(node.attrs["num_segments"])
-    channels = g.program.slot_specs[node.inputs[0]][0][1]
+    channels = g.program.spec(node.inputs[0]).shape[1]
     c1, c2 = shift_folds(channels, node.attrs["shift_ratio"])
     rest = g.slice(g.op("Shape", [x]), [1], [rank], [0])
     clips = g.op("Reshape", [x, g.op("Concat", [g.ints([-1, segments]), rest], axis=0)])

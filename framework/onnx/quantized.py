@@ -21,16 +21,12 @@ from .graph import converts
 _GEMMS = (ConvNd, Linear, MatMul, SequenceLinear)
 
 
-def _readers(program, slot):
-    return [node for node in program.nodes if slot in node.inputs]
-
-
 @converts(DequantizeWeight)
 def dequantize_weight_converter(g, node, inputs):
     """int8 weights as DequantizeLinear before a GEMM, else the dequantised float32 array."""
     axis = int(node.attrs["axis"])
     q, scale = g.array(inputs[0]), g.array(inputs[1])
-    readers = _readers(g.program, node.outputs[0])
+    readers = g.program.readers(node.outputs[0])
     if q is None or scale is None or not readers or not all(r.cls in _GEMMS for r in readers):
         return g.const(dequantize_weight(g.constant(inputs[0], "int8 weight"), g.constant(inputs[1], "weight scale"),
                                          axis), hint="dequantized_weight")

@@ -19,6 +19,7 @@ from ..checked import read_json
 from ..errors import InputError
 from ..tensor import Tensor
 from ..jit.program import build_outputs
+from ..tree import TreeFormatError, tree_from_json, tree_leaves, tree_leaves_with_path, tree_map, tree_to_json
 from .errors import OnnxModelError, reading_model, require
 
 __all__ = ["OnnxProgram", "name_outputs", "output_leaves", "sidecar_path"]
@@ -36,54 +37,26 @@ def _leaf_name(path):
     return ".".join([head] + [str(p) for p in path[1:]])
 
 
-def name_outputs(tree, path=()):
-    """A program's output tree with ``{"output": name}`` leaves, and ``[(name, slot)]`` in order."""
-    if tree is None:
-        return None, []
-    if isinstance(tree, list) or "tuple" in tree:
-        named, leaves = [], []
-        for i, sub in enumerate(tree if isinstance(tree, list) else tree["tuple"]):
-            n, l = name_outputs(sub, path + (i,))
-            named.append(n)
-            leaves += l
-        return (named if isinstance(tree, list) else {"tuple": named}), leaves
-    if "dict" in tree:
-        named, leaves = {}, []
-        for key, sub in tree["dict"].items():
-            named[key], l = name_outputs(sub, path + (key,))
-            leaves += l
-        return {"dict": named}, leaves
-    name = _leaf_name(path)
-    return {"output": name}, [(name, tree["slot"])]
+def name_outputs(tree):
+    """A program's output tree (:attr:`Program.outputs <framework.jit.Program>`, slots as leaves) in its JSON
+    form with ``{"output": name}`` leaves, and ``[(name, slot)]`` in order."""
+    leaves = [(_leaf_name(path), slot) for path, slot in tree_leaves_with_path(tree)]
+    names = iter(name for name, _ in leaves)
+    return tree_to_json(tree_map(lambda slot: next(names), tree), "output"), leaves
 
 
 def output_leaves(tree, values):
-    """``[(name, array)]``: the leaves of ``values`` (a result in the structure of the named ``tree``)."""
-    if tree is None:
-        return []
-    if isinstance(tree, list) or "tuple" in tree:
-        subtrees = tree if isinstance(tree, list) else tree["tuple"]
-        return [leaf for sub, value in zip(subtrees, values) for leaf in output_leaves(sub, value)]
-    if "dict" in tree:
-        return [leaf for key, sub in tree["dict"].items() for leaf in output_leaves(sub, values[key])]
-    return [(tree["output"], values)]
+    """``[(name, array)]``: the leaves of ``values`` (a result in the structure of the named ``tree``, the JSON
+    form :func:`name_outputs` gives)."""
+    return list(zip(tree_leaves(_structure(tree, "the output names")), tree_leaves(values)))
 
 
-def _leaf_names(tree, where):
-    """The leaf names of an output structure (module docstring); OnnxModelError when ``tree`` is not one."""
-    if tree is None:
-        return []
-    if isinstance(tree, list):
-        return [name for sub in tree for name in _leaf_names(sub, where)]
-    if isinstance(tree, dict) and len(tree) == 1:
-        (kind, body), = tree.items()
-        if kind == "output" and isinstance(body, str):
-            return [body]
-        if kind == "tuple" and isinstance(body, list):
-            return _leaf_names(body, where)
-        if kind == "dict" and isinstance(body, dict):
-            return _leaf_names(list(body.values()), where)
-    raise OnnxModelError(f"{where}: the sidecar's outputs hold {tree!r:.80}, not an output structure")
+def _structure(tree, where):
+    """The tree of output names of the JSON form ``tree``; OnnxModelError when ``tree`` is not one."""
+    try:
+        return tree_from_json(tree, "output", check_leaf=lambda name: isinstance(name, str))
+    except TreeFormatError:
+        raise OnnxModelError(f"{where}: the sidecar's outputs hold {tree!r:.80}, not an output structure") from None
 
 
 def _checked_meta(meta, where):
@@ -141,8 +114,9 @@ class OnnxProgram:
             self.session = ort.InferenceSession(model, options, providers=providers or ["CPUExecutionProvider"])
             self._output_names = [o.name for o in self.session.get_outputs()]
             inputs = {i.name for i in self.session.get_inputs()}
+        self._structure = _structure(self.outputs, where)
         missing = sorted({s["name"] for s in self.inputs} - inputs) + \
-            sorted(set(_leaf_names(self.outputs, where)) - set(self._output_names))
+            sorted(set(tree_leaves(self._structure)) - set(self._output_names))
         if missing:
             raise OnnxModelError(f"the ONNX model {where} has no inputs or outputs named {missing}, which its "
                                  f"sidecar lists")
@@ -155,7 +129,7 @@ class OnnxProgram:
 
     def __call__(self, *args, **kwargs):
         """Run the model -> NumPy arrays in the program's output structure."""
-        return build_outputs(self.outputs, self.run_flat(*args, **kwargs), leaf="output")
+        return build_outputs(self._structure, self.run_flat(*args, **kwargs))
 
     def _feed(self, args, kwargs):
         names = [spec["name"] for spec in self.inputs]
