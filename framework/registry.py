@@ -15,13 +15,14 @@ Instances (each config section builds through one of them):
 - ``OPTIMIZERS``: optimizers (``optimizer`` section).
 - ``SCHEDULERS``: learning-rate schedules (``lr`` section).
 """
+import contextlib
 import difflib
 import inspect
 
 from .config import ConfigError, check_keys, check_type, signature_keys
 from .ranges import COMMON, check_range
 
-__all__ = ["Registry", "RegistryError", "MODELS", "DATASETS", "METRICS", "TASKS", "TRANSFORMS",
+__all__ = ["Registry", "RegistryError", "OpTable", "MODELS", "DATASETS", "METRICS", "TASKS", "TRANSFORMS",
            "OPTIMIZERS", "SCHEDULERS"]
 
 _CHECKED_TYPES = (bool, int, float, str)
@@ -109,6 +110,65 @@ class Registry:
             if key in COMMON:
                 check_range(value, COMMON[key], f"'{key}'", place)
         return builder(**{**defaults, **args})
+
+
+class OpTable(dict):
+    """A table keyed by op class (a :class:`framework.Function` subclass): ONNX converters, pruning rules,
+    multiply-add counts, int8 sites. A class registered twice is a :class:`RegistryError` naming both
+    entries, so no registration silently wins; an entry is never replaced or removed."""
+
+    def __init__(self, name, entries=None):
+        super().__init__()
+        self.name = name
+        for cls, entry in (entries or {}).items():
+            self[cls] = entry
+
+    def __setitem__(self, cls, entry):
+        if cls in self:
+            raise RegistryError(f"{self.name}: op {cls.__module__}.{cls.__qualname__} is already registered "
+                                f"(as {_describe(self[cls])}); one entry per op class")
+        super().__setitem__(cls, entry)
+
+    def register(self, *classes):
+        """Decorator: the decorated object becomes the entry of each op class in ``classes``."""
+        def add(entry):
+            for cls in classes:
+                self[cls] = entry
+            return entry
+        return add
+
+    def update(self, *args, **kwargs):
+        for cls, entry in dict(*args, **kwargs).items():
+            self[cls] = entry
+
+    @contextlib.contextmanager
+    def override(self, cls, entry):
+        """Within the block, ``entry`` stands for ``cls``'s registered one (a test's wrong converter); the
+        registered entry comes back after it."""
+        if cls not in self:
+            raise RegistryError(f"{self.name}: op {cls.__module__}.{cls.__qualname__} has no entry to override")
+        registered = dict.__getitem__(self, cls)
+        dict.__setitem__(self, cls, entry)
+        try:
+            yield entry
+        finally:
+            dict.__setitem__(self, cls, registered)
+
+    def setdefault(self, cls, entry=None):
+        raise TypeError(f"{self.name}: entries are added with register() or table[cls] = entry")
+
+    def __delitem__(self, cls):
+        raise TypeError(f"{self.name}: entries are never removed")
+
+    def pop(self, *args):
+        raise TypeError(f"{self.name}: entries are never removed")
+
+    def __repr__(self):
+        return f"OpTable({self.name!r}, {len(self)} ops)"
+
+
+def _describe(entry):
+    return f"{getattr(entry, '__module__', '')}.{getattr(entry, '__qualname__', repr(entry))}".lstrip(".")
 
 
 def _expected_types(builder):

@@ -8,7 +8,9 @@ shapes (``Shape`` of the axis that carries each size symbol, then ``Mul``,
 ``Add``, ``Div``), so a size-following attribute serves every call size.
 
 :data:`CONVERTERS` maps an op class to its converter, registered with
-:func:`converts`. A converter is ``fn(graph, node, inputs) -> name or tuple of
+:func:`converts` (an :class:`~framework.registry.OpTable`: a second registration
+of a class is an error); the ops deliberately left out are
+:data:`~framework.onnx.unsupported.NOT_EXPORTED`, each with its reason. A converter is ``fn(graph, node, inputs) -> name or tuple of
 names``: ``node`` the :class:`~framework.jit.Node`, ``inputs`` the tensor names
 of its input slots; it reads the node's attribute template and returns the
 names of the node's outputs.
@@ -20,22 +22,21 @@ from onnx import helper, numpy_helper
 
 from .. import backend
 from ..jit.template import Ref, Size
+from ..registry import OpTable
 from .errors import ExportError, UnsupportedOpError
+from .unsupported import NOT_EXPORTED
 
 __all__ = ["Graph", "CONVERTERS", "converts", "onnx_dtype", "value_info", "OPSET", "INT64_MIN", "INT64_MAX"]
 
 OPSET = 17
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
-CONVERTERS = {}
+CONVERTERS = OpTable("ONNX converters")
 
 
 def converts(*classes):
-    """Register the decorated function as the converter of each op class in ``classes``."""
-    def register(function):
-        for cls in classes:
-            CONVERTERS[cls] = function
-        return function
-    return register
+    """Register the decorated function as the converter of each op class in ``classes``; a class that already
+    has one is a RegistryError (no second registration silently wins)."""
+    return CONVERTERS.register(*classes)
 
 
 def onnx_dtype(dtype):
@@ -77,10 +78,10 @@ class Graph:
         """The tensor name of ``slot``; a program value becomes an initializer the first time it is asked for."""
         name = self._names.get(slot)
         if name is None:
-            if slot not in self.program.values:
+            if not self.program.is_value(slot):
                 raise ExportError(f"slot {slot} is read before any op writes it (a malformed program)")
-            array = numpy.asarray(backend.to_device(self.program.values[slot], "cpu"))
-            name = self._initializer(array, self.program.value_names.get(slot) or f"value_{slot}")
+            array = numpy.asarray(backend.to_device(self.program.value(slot), "cpu"))
+            name = self._initializer(array, self.program.value_name(slot, f"value_{slot}"))
             self._names[slot] = name
         return name
 
@@ -113,13 +114,13 @@ class Graph:
         """The NumPy dtype of ``slot`` (as traced)."""
         if slot < len(self.program.inputs):
             return numpy.dtype(self.program.inputs[slot].dtype)
-        return numpy.dtype(self.program.slot_specs[slot][1])
+        return self.program.spec(slot).dtype
 
     def rank(self, slot):
         """The number of axes of ``slot`` (as traced)."""
         if slot < len(self.program.inputs):
             return len(self.program.inputs[slot].shape)
-        return len(self.program.slot_specs[slot][0])
+        return len(self.program.spec(slot).shape)
 
     # ---- constants and nodes ----------------------------------------------------------------------------------
     def _initializer(self, array, hint):
@@ -235,8 +236,9 @@ class Graph:
         converter = CONVERTERS.get(node.cls)
         where = f" in layer {node.scope!r}" if node.scope else " at the top level"
         if converter is None:
+            reason = NOT_EXPORTED.get(node.cls)
             raise UnsupportedOpError(f"ONNX export: no converter for op {node.cls.__module__}.{node.cls.__name__}"
-                                     f"{where}")
+                                     f"{where}" + (f" ({reason})" if reason else ""))
         self.scope = node.scope
         try:
             out = converter(self, node, [self.tensor(s) for s in node.inputs])

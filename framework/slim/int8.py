@@ -26,23 +26,22 @@ from .. import backend
 from ..ops.common import Embedding
 from ..ops.conv import ConvNd
 from ..ops.linalg import Linear
-from ..ops.rnn import SequenceLinear
+from ..ops.rnn import DynamicGRU, DynamicLSTM, SequenceLinear
 from ..nn.layer import Parameter
+from ..registry import OpTable
 from ..tensor import Tensor, no_grad, observe_ops
 from .errors import SlimError
 from .ops import dequantize, quantize_activation
 from .quant import observer, quantize_weight
 
-__all__ = ["quantize", "find_sites", "calibrate", "convert", "keep_reached_activations", "prepare", "SITE_OPS"]
+__all__ = ["quantize", "find_sites", "calibrate", "convert", "keep_reached_activations", "prepare", "SITE_OPS",
+           "RECURRENT_SITE_OPS"]
 
 # op class -> (channel axis of its weight, input 1, whether the op's first input is quantised)
-SITE_OPS = {ConvNd: (0, True), Linear: (1, True), SequenceLinear: (1, True), Embedding: (0, False)}
-
-
-def _recurrent(cls):
-    """A GRU/LSTM op (``framework.ops.rnn``, the masked projection aside): its 2-D parameter inputs are
-    recurrent weights with the gates along axis 1."""
-    return cls.__module__ == SequenceLinear.__module__ and cls is not SequenceLinear
+SITE_OPS = OpTable("int8 sites", {ConvNd: (0, True), Linear: (1, True), SequenceLinear: (1, True),
+                                  Embedding: (0, False)})
+# GRU/LSTM ops: their 2-D parameter inputs are recurrent weights with the gates along axis 1 (int8, input float)
+RECURRENT_SITE_OPS = OpTable("int8 recurrent sites", {DynamicGRU: (1, False), DynamicLSTM: (1, False)})
 
 
 def _weights_read(cls, inputs, names):
@@ -50,8 +49,9 @@ def _weights_read(cls, inputs, names):
     if cls in SITE_OPS:
         name = names.get(id(inputs[1])) if len(inputs) > 1 else None
         return [(name, *SITE_OPS[cls])] if name else []
-    if _recurrent(cls):
-        return [(names[id(t)], 1, False) for t in inputs if id(t) in names and t.ndim == 2 and min(t.shape) > 1]
+    if cls in RECURRENT_SITE_OPS:
+        return [(names[id(t)], *RECURRENT_SITE_OPS[cls]) for t in inputs
+                if id(t) in names and t.ndim == 2 and min(t.shape) > 1]
     return []
 
 

@@ -108,8 +108,8 @@ def test_an_unmapped_op_names_the_op_and_its_layer(tmp_path):
 
 def test_a_wrong_conversion_is_refused_naming_the_output(program, tmp_path, monkeypatch):
     from framework.onnx.graph import CONVERTERS
-    monkeypatch.setitem(CONVERTERS, ReLU, lambda g, node, inputs: g.op("Sigmoid", inputs))
-    with pytest.raises(framework.onnx.ExportError, match=r"output 'pooled.1' differs by .* beyond 0.0001"):
+    with CONVERTERS.override(ReLU, lambda g, node, inputs: g.op("Sigmoid", inputs)), \
+            pytest.raises(framework.onnx.ExportError, match=r"output 'pooled.1' differs by .* beyond 0.0001"):
         framework.onnx.export(program, tmp_path / "bad.onnx", _feed([4, 2]))
     assert not (tmp_path / "bad.onnx").exists() and not (tmp_path / "bad.onnx.json").exists()
 
