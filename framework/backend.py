@@ -38,7 +38,8 @@ def is_gpu_available():
     return _load_cupy() is not None
 
 
-def _normalise(device):
+def normalise_device(device):
+    """"cpu" or "gpu" for ``device`` (a name such as "gpu:0" or "cuda"; None: the current device)."""
     if device is None:
         return _current_device
     name = str(device).lower()
@@ -52,7 +53,7 @@ def _normalise(device):
 def set_device(device):
     """Make ``device`` ('cpu' or 'gpu') the default for new tensors and parameters."""
     global _current_device
-    name = _normalise(device)
+    name = normalise_device(device)
     if name == "gpu" and not is_gpu_available():
         raise DeviceError("set_device('gpu'): CuPy with a visible GPU is required "
                           "(pip install 'oar[gpu]')")
@@ -67,7 +68,7 @@ def get_device():
 
 def array_module(device=None):
     """The array module (numpy or cupy) of ``device`` (default: the current device)."""
-    name = _normalise(device)
+    name = normalise_device(device)
     if name == "cpu":
         return numpy
     cupy = _load_cupy()
@@ -90,7 +91,7 @@ def device_of(array):
 
 def to_device(array, device):
     """Copy ``array`` to ``device`` ('cpu' or 'gpu'); returns it unchanged when already there."""
-    name = _normalise(device)
+    name = normalise_device(device)
     if device_of(array) == name:
         return array
     if name == "cpu":

@@ -12,7 +12,7 @@ Several processes may fetch the same files at once (three ``oar run`` started
 together, a server with several workers): the download and the extraction each
 run under an inter-process lock (:func:`file_lock`, an ``flock`` on a ``.lock``
 file beside the destination), every file is written under a unique temporary
-name and renamed into place (:func:`framework.serialization.atomic_write`), and a
+name and renamed into place (:func:`framework.atomic.atomic_write`), and a
 process that waited for the lock finds the finished files. An extracted folder
 counts as complete only once it is recorded in the folder's ``.oar-fetched.json``.
 """
@@ -37,7 +37,7 @@ except ImportError:        # Windows: no inter-process lock (the writes stay ato
 
 from .errors import UserError
 from .progress import progress_bar
-from .serialization import atomic_write, remove_stale_temporaries
+from .atomic import atomic_write, remove_stale_temporaries
 
 __all__ = ["Distribution", "FetchError", "oar_home", "fetch", "fetch_archive", "sha256_of", "file_lock"]
 

@@ -101,7 +101,7 @@ def init_parallel_env(device=None, timeout=None):
             ended with a message (default ``$OAR_DIST_TIMEOUT`` or 600; <= 0: never).
     """
     global _env
-    device = backend._normalise(device)
+    device = backend.normalise_device(device)
     if _env is not None:
         if timeout is not None and _env.world_size > 1:
             _env.cpu_communicator.watchdog.set_timeout(timeout)

@@ -9,8 +9,8 @@ sums the input gradient needs. N ranks with a batch of B/N each then compute
 what one process computes with B, including the running statistics. In eval
 mode, or in a single process, it is BatchNorm.
 """
-from ..nn.layers import _BatchNormNd
-from ..ops.norm import _affine, _check_float
+from ..nn.layers import BatchNormBase
+from ..ops.norm import affine, check_float
 from ..tensor import Function
 from .env import get_communicator
 
@@ -80,10 +80,10 @@ def sync_batch_norm(x, running_mean, running_var, weight=None, bias=None, moment
     global mean and unbiased global variance.
     """
     op = "sync_batch_norm"
-    _check_float(op, x, 2)
+    check_float(op, x, 2)
     channels = x.shape[1]
-    weight = _affine(op, x, weight, (channels,), 1)
-    bias = _affine(op, x, bias, (channels,), 0)
+    weight = affine(op, x, weight, (channels,), 1)
+    bias = affine(op, x, bias, (channels,), 0)
     running = None
     if running_mean is not None and running_var is not None:
         running = (running_mean.data, running_var.data, momentum)
@@ -91,7 +91,7 @@ def sync_batch_norm(x, running_mean, running_var, weight=None, bias=None, moment
                                epsilon=epsilon, running=running)
 
 
-class SyncBatchNorm(_BatchNormNd):
+class SyncBatchNorm(BatchNormBase):
     """BatchNorm over (N, C, *) inputs whose training statistics span all ranks (see the module doc).
 
     Same arguments, parameters and buffers as ``BatchNorm1D/2D/3D``, so a
@@ -114,11 +114,11 @@ class SyncBatchNorm(_BatchNormNd):
     def convert_sync_batchnorm(cls, layer):
         """Replace every BatchNorm1D/2D/3D inside ``layer`` by a SyncBatchNorm sharing its
         parameters and buffers; returns ``layer`` (or the new layer if ``layer`` itself is one)."""
-        if isinstance(layer, _BatchNormNd) and not isinstance(layer, cls):
+        if isinstance(layer, BatchNormBase) and not isinstance(layer, cls):
             return cls._from(layer)
         for sub in layer.sublayers(include_self=True):
             for name, child in list(sub._sub_layers.items()):
-                if isinstance(child, _BatchNormNd) and not isinstance(child, cls):
+                if isinstance(child, BatchNormBase) and not isinstance(child, cls):
                     sub._sub_layers[name] = cls._from(child)
         return layer
 

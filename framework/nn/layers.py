@@ -185,7 +185,7 @@ class Conv3D(_ConvNd):
     ndim = 3
 
 
-class _BatchNormNd(Layer):
+class BatchNormBase(Layer):
     """Shared by BatchNorm1D/2D/3D: normalise each channel (axis 1) over the other axes.
 
     Training uses the batch statistics and updates the running ones:
@@ -227,19 +227,19 @@ class _BatchNormNd(Layer):
         return f"num_features={self.num_features}, momentum={self.momentum}, epsilon={self.epsilon}"
 
 
-class BatchNorm1D(_BatchNormNd):
+class BatchNorm1D(BatchNormBase):
     """Batch normalisation of (N, C) or (N, C, L) inputs; output has the same shape."""
 
     ndims, layout = (2, 3), "(N, C) or (N, C, L)"
 
 
-class BatchNorm2D(_BatchNormNd):
+class BatchNorm2D(BatchNormBase):
     """Batch normalisation of (N, C, H, W) inputs; output has the same shape."""
 
     ndims, layout = (4,), "(N, C, H, W)"
 
 
-class BatchNorm3D(_BatchNormNd):
+class BatchNorm3D(BatchNormBase):
     """Batch normalisation of (N, C, D, H, W) inputs; output has the same shape."""
 
     ndims, layout = (5,), "(N, C, D, H, W)"

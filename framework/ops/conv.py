@@ -14,7 +14,7 @@ import math
 
 import numpy
 
-from .. import amp, parallel
+from .. import autocast, parallel
 from ..kernels.im2col import im2col, col2im_matmul, group_matmul, scratch
 from ..tensor import Function, OpError
 
@@ -31,8 +31,8 @@ class ConvNd(Function):
     """y[n, o] = sum_{c, k} w[o, c, k] * x_padded[n, g(o) * C_g + c, o * stride + k * dilation] + b[o]."""
 
     def forward(self, x, w, b=None):
-        self.io_dtype, self.compute_dtype = x.dtype, amp.compute_dtype(self.xp, x.dtype)
-        x, w = amp.cast(self.compute_dtype, x, w)  # before im2col, so the columns are in the compute dtype
+        self.io_dtype, self.compute_dtype = x.dtype, autocast.compute_dtype(self.xp, x.dtype)
+        x, w = autocast.cast(self.compute_dtype, x, w)  # before im2col, so the columns are in the compute dtype
         n, groups, out_channels = x.shape[0], self.groups, w.shape[0]
         width = n * math.prod(self.out)
         keep = len(self.needs_input_grad) > 1 and self.needs_input_grad[1]  # only the weight gradient needs cols
@@ -79,7 +79,7 @@ class ConvNd(Function):
 
     def backward(self, gy):
         gx, gw = self._backward_pointwise(gy) if self.pointwise else self._backward_columns(gy)
-        gx, gw = amp.cast(self.io_dtype, gx, gw)
+        gx, gw = autocast.cast(self.io_dtype, gx, gw)
         if len(self.needs_input_grad) == 2:
             return gx, gw
         return gx, gw, gy.reshape(gy.shape[0], gy.shape[1], -1).sum(axis=(0, 2), dtype=self.io_dtype)

@@ -8,7 +8,7 @@ Under ``framework.amp.autocast`` float32 products run in the autocast dtype
 """
 import numpy
 
-from .. import amp
+from .. import autocast
 from ..tensor import Function, OpError
 from .utils import unbroadcast
 
@@ -41,8 +41,8 @@ def _grad_product(xp, p, q, shape):
 
 class MatMul(Function):
     def forward(self, x, y):
-        self.io_dtype, self.compute_dtype = x.dtype, amp.compute_dtype(self.xp, x.dtype)
-        x, y = amp.cast(self.compute_dtype, x, y)
+        self.io_dtype, self.compute_dtype = x.dtype, autocast.compute_dtype(self.xp, x.dtype)
+        x, y = autocast.cast(self.compute_dtype, x, y)
         a = _swap(x) if self.transpose_x and x.ndim > 1 else x
         b = _swap(y) if self.transpose_y and y.ndim > 1 else y
         self.saved = a, b
@@ -63,13 +63,13 @@ class MatMul(Function):
         if self.needs_input_grad[1]:
             gb = _grad_product(self.xp, _swap(a2), g, b2.shape).reshape(b.shape)
             gb = _swap(gb) if self.transpose_y and gb.ndim > 1 else gb
-        return amp.cast(self.io_dtype, ga, gb)
+        return autocast.cast(self.io_dtype, ga, gb)
 
 
 class Linear(Function):
     def forward(self, x, weight, *bias):
-        self.io_dtype, self.compute_dtype = x.dtype, amp.compute_dtype(self.xp, x.dtype)
-        x, weight = amp.cast(self.compute_dtype, x, weight)
+        self.io_dtype, self.compute_dtype = x.dtype, autocast.compute_dtype(self.xp, x.dtype)
+        x, weight = autocast.cast(self.compute_dtype, x, weight)
         self.saved = x, weight
         y = (x.reshape(-1, x.shape[-1]) @ weight).astype(self.io_dtype, copy=False)
         if bias:  # added in the input dtype, after the product
@@ -83,7 +83,7 @@ class Linear(Function):
         g2 = g2.astype(self.compute_dtype, copy=False)
         gx = (g2 @ weight.T).reshape(x.shape) if self.needs_input_grad[0] else None
         gw = x.reshape(-1, x.shape[-1]).T @ g2 if self.needs_input_grad[1] else None
-        gx, gw = amp.cast(self.io_dtype, gx, gw)
+        gx, gw = autocast.cast(self.io_dtype, gx, gw)
         return (gx, gw) if len(self.needs_input_grad) == 2 else (gx, gw, gb)
 
 

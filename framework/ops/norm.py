@@ -193,8 +193,8 @@ class LpNormalize(Function):
         return gx - xp.where(norm > self.epsilon, dot, 0) * dnorm
 
 
-def _affine(op, x, param, shape, fill):
-    """``param`` checked against ``shape`` (or a constant Tensor of ``fill`` when None)."""
+def affine(op, x, param, shape, fill):
+    """``param`` (a Tensor, for op ``op`` on ``x``) checked against ``shape`` (or a constant Tensor of ``fill`` when None)."""
     if param is None:
         return Tensor(backend.get_array_module(x.data).full(shape, fill, dtype=x.dtype))
     if param.shape != tuple(shape) or param.dtype != x.dtype:
@@ -203,7 +203,8 @@ def _affine(op, x, param, shape, fill):
     return param
 
 
-def _check_float(op, x, min_ndim):
+def check_float(op, x, min_ndim):
+    """OpError naming ``op`` unless ``x`` is floating point with at least ``min_ndim`` axes."""
     if x.ndim < min_ndim or x.dtype.kind != "f":
         raise OpError(f"{op}: expected a floating-point tensor with at least {min_ndim} dims, "
                       f"got {x.dtype} of shape {x.shape}")
@@ -223,15 +224,15 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
     ``weight``/``bias`` None mean 1/0; running stats may be None in training.
     """
     op = "batch_norm"
-    _check_float(op, x, 2)
+    check_float(op, x, 2)
     channels = x.shape[1]
     stats = [s for s in (running_mean, running_var) if s is not None]
     if any(s.shape != (channels,) for s in stats) or (not training and len(stats) < 2):
         raise OpError(f"{op}: running_mean and running_var must be ({channels},) for x {x.shape} "
                       f"(both are needed in eval mode), got "
                       f"{[None if s is None else s.shape for s in (running_mean, running_var)]}")
-    weight = _affine(op, x, weight, (channels,), 1)
-    bias = _affine(op, x, bias, (channels,), 0)
+    weight = affine(op, x, weight, (channels,), 1)
+    bias = affine(op, x, bias, (channels,), 0)
     attrs = dict(epsilon=epsilon, fixed=None, running=None)
     if training:
         if x.size // channels < 2:
@@ -253,11 +254,11 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, epsilon=1e-5):
     """
     op = "layer_norm"
     shape = (normalized_shape,) if isinstance(normalized_shape, (int, numpy.integer)) else tuple(normalized_shape)
-    _check_float(op, x, len(shape))
+    check_float(op, x, len(shape))
     if x.shape[x.ndim - len(shape):] != shape:
         raise OpError(f"{op}: x {x.shape} does not end with normalized_shape {shape}")
-    weight = _affine(op, x, weight, shape, 1)
-    bias = _affine(op, x, bias, shape, 0)
+    weight = affine(op, x, weight, shape, 1)
+    bias = affine(op, x, bias, shape, 0)
     lead = x.shape[:x.ndim - len(shape)]
     return Normalize.apply(x, weight, bias, view=(math.prod(lead), math.prod(shape)), axes=(1,),
                            param_shape=(1,) * len(lead) + shape, epsilon=epsilon)
@@ -269,19 +270,19 @@ def group_norm(x, num_groups, weight=None, bias=None, epsilon=1e-5):
     Shapes: x (N, C, *) with C divisible by num_groups, weight and bias (C,) or None -> like x.
     """
     op = "group_norm"
-    _check_float(op, x, 2)
+    check_float(op, x, 2)
     n, channels = x.shape[:2]
     if num_groups < 1 or channels % num_groups:
         raise OpError(f"{op}: {channels} channels of x {x.shape} do not split into {num_groups} groups")
-    weight = _affine(op, x, weight, (channels,), 1)
-    bias = _affine(op, x, bias, (channels,), 0)
+    weight = affine(op, x, weight, (channels,), 1)
+    bias = affine(op, x, bias, (channels,), 0)
     return Normalize.apply(x, weight, bias, view=(n, num_groups, x.size // (n * num_groups)), axes=(2,),
                            param_shape=(1, channels) + (1,) * (x.ndim - 2), epsilon=epsilon)
 
 
 def normalize(x, p=2, axis=1, epsilon=1e-12):
     """Lp normalisation along ``axis``: y = x / max(||x||_p, epsilon). Shapes: like x. p >= 1."""
-    _check_float("normalize", x, 1)
+    check_float("normalize", x, 1)
     if not -x.ndim <= axis < x.ndim or p < 1:
         raise OpError(f"normalize: axis {axis} and p {p} invalid for x {x.shape} (need p >= 1)")
     return LpNormalize.apply(x, p=float(p), axis=axis % x.ndim, epsilon=epsilon)

@@ -132,7 +132,7 @@ class Vocab:
 
     def save(self, path):
         """Write the vocabulary to ``path`` as UTF-8 text, one token per line in id order (atomically)."""
-        _write_lines(path, self._tokens)
+        write_lines(path, self._tokens)
 
     @classmethod
     def load(cls, path):
@@ -215,7 +215,7 @@ class TagSet:
 
     def save(self, path):
         """Write the label names to ``path`` as UTF-8 text, one per line in id order (atomically)."""
-        _write_lines(path, self.names)
+        write_lines(path, self.names)
 
     @classmethod
     def load(cls, path):
@@ -243,7 +243,7 @@ def _parse_label(name):
     return None, None
 
 
-def _write_lines(path, lines):
+def write_lines(path, lines):
     """Write ``lines`` (str without line breaks) to ``path`` as UTF-8, one per line, via a temporary file."""
     bad = next((line for line in lines if any(b in line for b in _LINE_BREAKS)), None)
     if bad is not None:

@@ -32,7 +32,7 @@ import numpy
 from framework import backend
 
 from nlp.data.text import check_unique_lines, full_to_half, read_utf8_lines
-from nlp.data.vocab import Vocab, _write_lines
+from nlp.data.vocab import Vocab, write_lines
 
 __all__ = ["DEFAULT_MAX_LEN", "load_lexicon", "save_lexicon", "LexiconFeatures", "StackedLexiconFeatures"]
 
@@ -50,7 +50,7 @@ def save_lexicon(words, path):
         raise ValueError(f"save_lexicon: words must be non-empty strings, got {bad!r}")
     if len(set(words)) != len(words):
         raise ValueError(f"save_lexicon: {len(words) - len(set(words))} word(s) are given twice")
-    _write_lines(path, words)
+    write_lines(path, words)
 
 
 def load_lexicon(path):

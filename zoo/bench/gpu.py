@@ -127,7 +127,7 @@ def _compare(config, device, plan, make_oar, make_torch):
 
 def bench_lac(device, plan, batch, length):
     """The LAC BiGRU-CRF train step (batch, length) row; see the module docstring."""
-    tokens, labels, lengths = lac_benchmarks._batch(numpy.random.default_rng(0), batch, length)
+    tokens, labels, lengths = lac_benchmarks.batch_arrays(numpy.random.default_rng(0), batch, length)
     config = {"batch": batch, "length": length, "emb": 128, "hidden": 128, "layers": 2,
               "tags": lac_benchmarks.NUM_TAGS}
     return _compare(config, device, plan, lambda: lac_benchmarks.oar_train_step(tokens, labels, lengths, device),
@@ -136,7 +136,7 @@ def bench_lac(device, plan, batch, length):
 
 def bench_senta(device, plan, batch, length, vocab_size, emb_dim, hidden, hidden2):
     """The Senta BiLSTM train step row at ``batch``; see the module docstring."""
-    ids, labels = senta_benchmarks._batch_arrays(batch, length, vocab_size)
+    ids, labels = senta_benchmarks.batch_arrays(batch, length, vocab_size)
     sizes = (vocab_size, emb_dim, hidden, hidden2)
     config = {"model": "bilstm", "batch": batch, "length": length, "emb": emb_dim, "hidden": hidden}
     return _compare(config, device, plan,

@@ -38,7 +38,7 @@ import numpy
 
 from framework.timing import best_times
 
-from .torch_twins import match_blas_threads, torch_lac, torch_or_none
+from .torch_twins import blas_info, match_blas_threads, torch_lac, torch_or_none
 
 __all__ = ["oar_train_step", "torch_train_step", "bench_train_step", "bench_inference", "peoples_daily_test_texts",
            "read_sentence_file", "run_all", "TEXTS_ENV", "RUNTIMES_ENV", "THREADS_ENV"]
@@ -51,7 +51,7 @@ def _rates(count, times, unit):
     return {f"{unit}_per_s": round(count / times[0], 1), f"{unit}_per_cpu_s": round(count / times[1], 1)}
 
 
-def _batch(rng, batch, length):
+def batch_arrays(rng, batch, length):
     """Random token ids (N, T), labels (N, T) and full lengths (N,) as NumPy int64 arrays."""
     return (rng.integers(2, VOCAB_SIZE, (batch, length)), rng.integers(0, NUM_TAGS, (batch, length)),
             numpy.full(batch, length, dtype=numpy.int64))
@@ -101,7 +101,7 @@ def torch_train_step(torch, tokens, labels, device="cpu"):
 def bench_train_step(batch=64, length=64, repeat=5):
     """Tokens/s of one training step, oar and (when importable) PyTorch; see the module docstring."""
     rng = numpy.random.default_rng(0)
-    tokens, labels, lengths = _batch(rng, batch, length)
+    tokens, labels, lengths = batch_arrays(rng, batch, length)
     result = {"batch": batch, "length": length, "emb": 128, "hidden": 128, "layers": 2, "tags": NUM_TAGS,
               "oar": _rates(batch * length, best_times(oar_train_step(tokens, labels, lengths), repeat), "tokens")}
     torch = torch_or_none()
@@ -188,7 +188,6 @@ def bench_inference(path=None, repeat=3, models=("lac", "lac_pku"), limit=DEFAUL
     import zoo
     from framework import parallel
     from framework.kernels import cpu
-    from .train import _blas
     runtimes = _runtimes()
     with tempfile.TemporaryDirectory() as folder:
         path = path or os.environ.get(TEXTS_ENV)
@@ -202,7 +201,7 @@ def bench_inference(path=None, repeat=3, models=("lac", "lac_pku"), limit=DEFAUL
                       folder, "sentences.txt") else f"People's Daily test split, first {limit}",
                   "mean_chars": round(sum(map(len, texts)) / max(len(texts), 1), 1),
                   "threads": parallel.num_threads(), "kernels": "numba" if cpu.enabled() else "numpy",
-                  "blas": _blas()}
+                  "blas": blas_info()}
         for name in models:
             result[name] = {mode: _tagger_rates(zoo.load(name, **options), texts, repeat)
                             for mode, options in runtimes.items()}

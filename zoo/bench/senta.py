@@ -62,7 +62,7 @@ def torch_train_step(torch, kind, ids_np, labels_np, vocab_size, emb_dim, hidden
     return torch_step
 
 
-def _batch_arrays(batch, length, vocab_size):
+def batch_arrays(batch, length, vocab_size):
     """Random ids (batch, length) in [1, vocab_size) and labels (batch,) in {0, 1}, both int64 (seed 0)."""
     rng = numpy.random.default_rng(0)
     return (rng.integers(1, vocab_size, size=(batch, length)).astype(numpy.int64),
@@ -76,7 +76,7 @@ def bench_train_step(kind="bilstm", batch=64, length=100, vocab_size=3707, emb_d
     Returns ``{"model", "batch", "length", "emb", "hidden", "oar_step_ms", "oar_samples_per_s"}`` and
     ``"torch_step_ms"``, ``"torch_threads"``, ``"torch_vs_oar"`` (> 1: ours is faster) when torch is importable.
     """
-    ids_np, labels_np = _batch_arrays(batch, length, vocab_size)
+    ids_np, labels_np = batch_arrays(batch, length, vocab_size)
     sizes = (vocab_size, emb_dim, hidden, hidden2)
     framework.seed(0)
     seconds = median_time(oar_train_step(kind, ids_np, labels_np, *sizes), repeat)

@@ -11,8 +11,8 @@ nothing; a builder called without PyTorch raises an ImportError that says so.
 """
 import os
 
-__all__ = ["TORCH_MISSING", "torch_or_none", "require_torch", "match_blas_threads", "torch_resnet", "torch_tsm",
-           "torch_lac", "torch_senta", "torch_simnet_bow", "torch_attention_cluster", "torch_attention_lstm", "torch_nextvlad"]
+__all__ = ["TORCH_MISSING", "torch_or_none", "require_torch", "match_blas_threads", "blas_info", "torch_resnet",
+           "torch_tsm", "torch_lac", "torch_senta", "torch_simnet_bow", "torch_attention_cluster", "torch_attention_lstm", "torch_nextvlad"]
 
 TORCH_MISSING = "the PyTorch reference models need PyTorch, which is not installed (pip install torch)"
 
@@ -419,3 +419,13 @@ def torch_nextvlad(feature_dims=(1024, 128), num_clusters=128, expansion=2, grou
             return self.classifier(hidden * gate)
 
     return NeXtVLAD()
+
+
+def blas_info():
+    """What threadpoolctl says of the BLAS NumPy uses: library, CPU kernel, threads."""
+    try:
+        import threadpoolctl
+    except ImportError:
+        return None
+    return [{key: info.get(key) for key in ("internal_api", "architecture", "num_threads", "version")}
+            for info in threadpoolctl.threadpool_info() if info.get("user_api") == "blas"]

@@ -33,7 +33,7 @@ from framework.timing import best_time
 
 from . import lac, senta, video_feature_models, video_models
 from .op_profile import seconds_by_op
-from .torch_twins import torch_or_none, torch_resnet, torch_simnet_bow
+from .torch_twins import blas_info, torch_or_none, torch_resnet, torch_simnet_bow
 
 __all__ = ["FAMILIES", "run_all", "measure"]
 
@@ -45,14 +45,14 @@ HEAVY = ("attention_cluster", "attention_lstm", "nextvlad", "tsn_r50", "tsm_r50"
 def _senta(kind, quick):
     shape = (4, 6, 50, 8, 8, 4) if quick else (64, 100, 3707, 128, 128, 96)
     batch, length, vocab, emb, hidden, hidden2 = shape
-    ids, labels = senta._batch_arrays(batch, length, vocab)
+    ids, labels = senta.batch_arrays(batch, length, vocab)
     sizes = (vocab, emb, hidden, hidden2)
     return (senta.oar_train_step(kind, ids, labels, *sizes),
             lambda torch: senta.torch_train_step(torch, kind, ids, labels, *sizes))
 
 
 def _lac(quick):
-    tokens, labels, lengths = lac._batch(numpy.random.default_rng(0), *((2, 5) if quick else (64, 64)))
+    tokens, labels, lengths = lac.batch_arrays(numpy.random.default_rng(0), *((2, 5) if quick else (64, 64)))
     return lac.oar_train_step(tokens, labels, lengths), lambda torch: lac.torch_train_step(torch, tokens, labels)
 
 
@@ -158,16 +158,6 @@ FAMILIES = {
 }
 
 
-def _blas():
-    """What threadpoolctl says of the BLAS NumPy uses: library, CPU kernel, threads."""
-    try:
-        import threadpoolctl
-    except ImportError:
-        return None
-    return [{key: info.get(key) for key in ("internal_api", "architecture", "num_threads", "version")}
-            for info in threadpoolctl.threadpool_info() if info.get("user_api") == "blas"]
-
-
 def measure(threads, quick=False, only=None, repeat=3, profile=False):
     """In this process (its thread variables already set to ``threads``): seconds per step of each family,
     oar's and PyTorch's (None without PyTorch), and with ``profile`` where one more oar step's time goes
@@ -184,7 +174,7 @@ def measure(threads, quick=False, only=None, repeat=3, profile=False):
                       "torch_s": None if torch is None else best_time(theirs(torch), repeat=runs)}
         if profile:
             rows[name]["profile"] = seconds_by_op(ours)
-    return {"threads": threads, "oar_threads": parallel.num_threads(), "blas": _blas(),
+    return {"threads": threads, "oar_threads": parallel.num_threads(), "blas": blas_info(),
             "torch_threads": None if torch is None else torch.get_num_threads(), "rows": rows}
 
 
