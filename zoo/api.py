@@ -79,7 +79,7 @@ def _checked_file(entry, relative, sha256):
     return path
 
 
-def _checked_weights(entry):
+def checked_weights(entry):
     """The path of the card's weights file; it and every companion file the card lists as ``<name>`` with a
     ``<name>_sha256`` (a vocabulary, a feature backbone) must exist and match."""
     weights = entry.get("weights") or {}
@@ -96,7 +96,7 @@ def _repo_path(value):
     return value
 
 
-def _resolve_repo_files(section):
+def resolve_repo_files(section):
     """Make the relative ``*_file`` paths (one path or a list) of a config section that exist under the
     repository absolute.
 
@@ -108,7 +108,7 @@ def _resolve_repo_files(section):
             section[key] = [_repo_path(v) for v in value] if isinstance(value, list) else _repo_path(value)
 
 
-def _card_overrides(entry):
+def card_overrides(entry):
     """The card's ``overrides`` (``key=value`` config overrides), a value naming a repository file made absolute."""
     resolved = []
     for item in entry.get("overrides", []):
@@ -136,7 +136,7 @@ def load_compressed_task(cfg, weights):
     """The task of ``cfg`` (the model's original config) with the compressed ``weights`` loaded, in eval mode."""
     from framework.slim import load_compressed
     register_everything()
-    _resolve_repo_files(cfg.get("task") or {})
+    resolve_repo_files(cfg.get("task") or {})
     task = runner.build_task(cfg)
     load_compressed(task.model, weights, cfg.get("model"))
     task.model.eval()
@@ -146,8 +146,8 @@ def load_compressed_task(cfg, weights):
 def _compressed(entry):
     """A compressed card's task: its ``base_config`` with the card's overrides and its checked compressed
     weights (the ``compressed`` loader)."""
-    cfg = load_config(os.path.join(ROOT, entry["base_config"]), _card_overrides(entry))
-    return load_compressed_task(cfg, _checked_weights(entry))
+    cfg = load_config(os.path.join(ROOT, entry["base_config"]), card_overrides(entry))
+    return load_compressed_task(cfg, checked_weights(entry))
 
 
 # What a card's (or an export manifest's) ``loader`` may name: a fixed table in the code, so that no file can
@@ -186,10 +186,10 @@ def _built(entry):
     loader (then cfg and weights are None)."""
     if "loader" in entry:
         return _loader_task(entry), None, None
-    cfg = load_config(os.path.join(ROOT, entry["config"]), _card_overrides(entry))
-    _resolve_repo_files(cfg.get("task") or {})
+    cfg = load_config(os.path.join(ROOT, entry["config"]), card_overrides(entry))
+    resolve_repo_files(cfg.get("task") or {})
     task = runner.build_task(cfg)
-    weights = _checked_weights(entry)
+    weights = checked_weights(entry)
     runner.load_weights(task.model, weights)
     return task, cfg, weights
 

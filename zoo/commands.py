@@ -24,13 +24,10 @@ from . import exported
 from .api import RUNTIMES, TASKS, export, load, model_card, register_everything
 from .catalog import card, cards
 from .inputs import count_lines, predict_in_order, read_lines, result_writer
+from .usage import UsageError
 from .ray import add_arguments as engine_arguments, run as run_on_ray
 
 __all__ = ["COMMANDS", "Command", "UsageError"]
-
-
-class UsageError(UserError):
-    """Arguments that cannot be used together or with this model: exit status 2, like argparse's own errors."""
 
 
 @dataclass

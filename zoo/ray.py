@@ -32,6 +32,8 @@ never lost or written twice (tested by killing an actor mid-run).
 import json
 import os
 
+from .usage import UsageError
+
 __all__ = ["Predictor", "read_lines", "run", "read_results", "add_arguments", "ray_available"]
 
 RESULT_FORMATS = ("jsonl", "parquet")
@@ -206,8 +208,6 @@ def _rows(batch):
 def run(args, name, options):
     """``oar run NAME --engine ray``: predict every line of ``args.input_file`` on Ray Data and write the shards
     to ``args.output``; prints one JSON summary line on stdout."""
-    from framework.errors import UserError
-    from .commands import UsageError
     if not args.input_file or args.input_file == "-":
         raise UsageError("--engine ray reads --input_file (a path or URL; not stdin)")
     if not args.output or args.output == "-":
@@ -225,7 +225,7 @@ def run(args, name, options):
             ray.init(log_to_driver=False, configure_logging=True, logging_level="ERROR",
                      runtime_env={"env_vars": {"OAR_NUM_THREADS": os.environ.get("OAR_NUM_THREADS", "1")}}, **init)
         except (ConnectionError, RuntimeError) as exc:
-            raise UserError(f"--address {args.address}: cannot join the Ray cluster ({type(exc).__name__}; "
+            raise UsageError(f"--address {args.address}: cannot join the Ray cluster ({type(exc).__name__}; "
                             f"'auto' joins the one started on this machine, RAY_AUTH_TOKEN gives a cluster's "
                             f"token)") from None
     context = ray.data.DataContext.get_current()

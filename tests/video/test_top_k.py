@@ -71,7 +71,7 @@ def test_top_k_is_the_same_on_both_tasks(clips, make):
         with pytest.raises(InputError, match="top_k must be an integer >= 1"):
             task.predict(clips, top_k=bad)
     assert task.predict([], top_k=2) == []
-    with pytest.raises(TypeError, match="takes a list of inputs, got str"):
+    with pytest.raises(TypeError, match="takes a list of inputs .*, got str"):
         task.predict(clips[0], top_k=2)
     with pytest.raises(ConfigError, match="top_k must be an integer >= 1"):
         make(top_k=0)

@@ -8,14 +8,14 @@ import pytest
 import zoo
 from framework.slim import count_parameters, read_recipe
 from zoo.catalog import card
-from zoo.api import _checked_weights
+from zoo.api import checked_weights
 
 REVIEWS = ["质量很好，非常满意，下次还买", "太差了，用了一天就坏了，退货"]
 
 
 def test_the_pruned_tsm_is_cut_as_its_plan_says():
     task = zoo.load("tsm_synth_pruned", static=False)
-    _, recipe = read_recipe(_checked_weights(card("tsm_synth_pruned")))
+    _, recipe = read_recipe(checked_weights(card("tsm_synth_pruned")))
     ratios = recipe["pruned"]["ratios"]
     conv = task.model.backbone.layer1[0].conv1
     assert conv.out_channels == round(16 * (1 - ratios["backbone.layer1.0.conv1"])) < 16

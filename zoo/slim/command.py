@@ -34,7 +34,7 @@ def run(args):
     """Run ``oar compress`` on parsed ``args`` (see the module docstring)."""
     from framework import set_device
     from .run import compress, report
-    from ..commands import UsageError
+    from ..usage import UsageError
     set_device(args.device)
     if args.report:
         counted = report(args.model, args.weights)

@@ -17,7 +17,7 @@ from framework.engine.task import batch_size_of
 from framework.fetch import sha256_of
 from framework.slim import SlimError
 
-from ..api import TASKS, _card_overrides, _checked_weights, _resolve_repo_files, register_everything
+from ..api import TASKS, card_overrides, checked_weights, resolve_repo_files, register_everything
 from ..catalog import ROOT, cards
 from ..exported import trace_task
 from .measure import model_inputs, static_program
@@ -67,11 +67,11 @@ def open_source(model, weights=None, overrides=(), pretrained=True):
         if "config" not in entry:
             raise SlimError(f"--model: {model} is made by a loader, not from a config; compress a model "
                             f"that a config builds")
-        cfg = load_config(os.path.join(ROOT, entry["config"]), _card_overrides(entry) + list(overrides))
-        weights = weights or (_checked_weights(entry) if pretrained else None)
+        cfg = load_config(os.path.join(ROOT, entry["config"]), card_overrides(entry) + list(overrides))
+        weights = weights or (checked_weights(entry) if pretrained else None)
         origin = {"model": model, "config": entry["config"], "overrides": entry.get("overrides", [])}
         kind = entry["task"]
-    _resolve_repo_files(cfg.get("task") or {})
+    resolve_repo_files(cfg.get("task") or {})
     task = runner.build_task(cfg)
     if weights:
         runner.load_weights(task.model, weights)

@@ -47,7 +47,8 @@ def test_a_saved_program_replays_in_a_fresh_process_without_model_classes(family
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
     saved = numpy.load(tmp_path / "out.npz")
     for i, feed in enumerate(feeds):
-        numpy.testing.assert_array_equal(saved[str(i)], program(**feed))
+        # another process may run its GEMMs on another number of BLAS threads: equal up to float32 rounding
+        numpy.testing.assert_allclose(saved[str(i)], program(**feed), rtol=1e-5, atol=1e-6)
 
 
 @pytest.fixture
