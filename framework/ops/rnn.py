@@ -153,6 +153,16 @@ def sequence_linear(x, lengths, weight, bias):
     return SequenceLinear.apply(x, weight, bias, lengths=lengths)
 
 
+def _compiled_row_order(lengths, num_steps, reverses, save):
+    """``(runs or None, row order, active rows per step)`` for a compiled recurrence: with ``save`` (a gradient
+    is wanted) the :class:`_SortedRuns` backward reads too, else only the kernel's order."""
+    from ..kernels.cpu import recurrent
+    if save:
+        seq = _SortedRuns(lengths, num_steps, reverses)
+        return seq, seq.order, recurrent.active_counts(lengths, num_steps)
+    return (None, *recurrent.row_order(lengths, num_steps))
+
+
 class _SortedRuns:
     """Gathers between batch-major (N, T, F) arrays and the GRU kernel's sorted, time-major runs (T, S, N, F).
 
@@ -235,11 +245,7 @@ class DynamicGRU(Function):
         from ..kernels.cpu import recurrent
         runs, num_steps = len(self.reverses), xs[0].shape[1]
         save = bool(self.needs_input_grad)
-        if save:
-            seq = _SortedRuns(self.lengths, num_steps, self.reverses)
-            order, active = seq.order, recurrent.active_counts(self.lengths, num_steps)
-        else:
-            order, active = recurrent.row_order(self.lengths, num_steps)
+        seq, order, active = _compiled_row_order(self.lengths, num_steps, self.reverses, save)
         hidden, last, saved = recurrent.gru_forward(xs, biases, weights, h0s, self.lengths, self.reverses,
                                                     self.origin_mode, order, active, save)
         if save:
@@ -296,11 +302,7 @@ class DynamicLSTM(Function):
         from ..kernels.cpu import recurrent
         num_steps = xs[0].shape[1]
         save = bool(self.needs_input_grad)
-        if save:
-            seq = _SortedRuns(self.lengths, num_steps, self.reverses)
-            order, active = seq.order, recurrent.active_counts(self.lengths, num_steps)
-        else:
-            order, active = recurrent.row_order(self.lengths, num_steps)
+        seq, order, active = _compiled_row_order(self.lengths, num_steps, self.reverses, save)
         hidden, last_h, last_c, saved = recurrent.lstm_forward(xs, biases, weights, h0s, c0s, self.lengths,
                                                                self.reverses, order, active, save)
         if save:
