@@ -52,6 +52,7 @@ import threading
 import numpy
 
 from ..errors import FileFormatError, UserError
+from ..npyfile import load_npy
 from ..registry import DATASETS
 from .dataset import IterableDataset
 from .remote import is_url, open_file, read_bytes, safe_url
@@ -168,7 +169,7 @@ def _decode(ext, data, shard, member):
         if ext == "txt":
             return "txt", data.decode("utf-8")
         if ext.endswith(".npy"):
-            return ext[:-4], numpy.load(io.BytesIO(data), allow_pickle=False)
+            return ext[:-4], load_npy(io.BytesIO(data))
     except (ValueError, UnicodeDecodeError) as exc:
         raise ShardFormatError(f"shard {safe_url(shard)}: member {member} is not valid {ext} ({exc})") from None
     return ext, data

@@ -77,11 +77,11 @@ class _Failure:
     def __init__(self, exc, index=None, positions=None):
         self.index, self.positions = index, positions
         self.exc_type, self.exc_message = type(exc).__name__, str(exc)
-        self.traceback = "".join(traceback.format_exception(exc))
+        self.traceback = None
         self.exception = exc
 
     def __getstate__(self):
-        return {**self.__dict__, "exception": None}
+        return {**self.__dict__, "traceback": worker_traceback(self.exception), "exception": None}
 
     def error(self, where=""):
         """The DataLoaderError to raise in the main process; ``where`` names the worker kind."""
@@ -91,6 +91,21 @@ class _Failure:
         if self.exception is None:
             error.add_note("Traceback in the worker:\n" + self.traceback)
         return error
+
+
+def worker_traceback(exc):
+    """The text of ``exc``'s traceback, made only when a failure crosses a process.
+
+    Python 3.11 parses source lines to place its ``^^^`` markers, and that parser
+    is not thread-safe (a concurrent parse raises ``SystemError``); the frames
+    are then listed without the markers.
+    """
+    try:
+        return "".join(traceback.format_exception(exc))
+    except SystemError:
+        frames = traceback.extract_tb(exc.__traceback__)
+        listed = "".join(f'  File "{frame.filename}", line {frame.lineno}, in {frame.name}\n' for frame in frames)
+        return listed + "".join(traceback.format_exception_only(exc))
 
 
 def raise_failure(outcome, where=""):

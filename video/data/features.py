@@ -26,6 +26,7 @@ from .decode import VideoDecodeError, VideoReader
 from .sampling import uniform_indices
 from framework.errors import UserError
 from framework.serialization import atomic_write
+from framework.npyfile import load_npy
 
 __all__ = ["FeatureFileError", "dequantize", "load_features", "save_features", "FeatureExtractor",
            "extract_features", "feature_transforms", "resolve_path"]
@@ -47,7 +48,7 @@ def load_features(path):
     """The features of ``path`` as float32 (frames, dim); uint8 files are dequantised."""
     path = os.fspath(path)
     try:
-        array = numpy.load(path, allow_pickle=False)
+        array = load_npy(path)
     except FileNotFoundError:
         raise
     except (OSError, ValueError, EOFError) as exc:
