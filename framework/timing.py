@@ -8,7 +8,7 @@ every thread of this process and is the steadier figure on a shared machine.
 import statistics
 import time
 
-__all__ = ["run_times", "best_time", "best_times", "median_time"]
+__all__ = ["run_times", "best_time", "best_times", "median_time", "peak_rss_mb"]
 
 
 def run_times(fn, repeat=5, warmup=1, before_each=None):
@@ -43,3 +43,18 @@ def best_times(fn, repeat=3, warmup=1):
 def median_time(fn, repeat=5, warmup=1, before_each=None):
     """Median wall time of ``fn()`` in seconds."""
     return statistics.median(run_times(fn, repeat, warmup, before_each)[0])
+
+
+def peak_rss_mb():
+    """Peak resident memory of this process in MiB (``VmHWM``). Unlike ``getrusage``'s ``ru_maxrss``, which Linux
+    carries over ``fork`` and ``exec`` (a child started by a 2 GB parent reports 2 GB), it counts only this
+    process image. Falls back to ``ru_maxrss`` where ``/proc`` is missing."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

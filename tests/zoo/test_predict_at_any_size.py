@@ -18,10 +18,11 @@ from zoo.catalog import ROOT
 CHARS = "今天天气很好我们去北京天安门看升旗这家酒店的服务太差了房间干净早餐也很好吃物流很快包装质量"
 
 # A child process: load a model, predict on a small list, then on a big generated list; print the peak resident
-# memory after each (resource.getrusage) and the number of results.
+# memory after each (VmHWM: ru_maxrss would carry the parent's over fork and exec) and the number of results.
 MEMORY_CHILD = textwrap.dedent("""
-    import json, random, resource, sys
+    import json, random, sys
     import zoo
+    from framework.timing import peak_rss_mb
     name, kind, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
     random.seed(0)
     chars = sys.argv[4]
@@ -33,14 +34,11 @@ MEMORY_CHILD = textwrap.dedent("""
         for _ in range(n):
             yield (text(), text()) if kind == "pair" else text()
 
-    def peak_mb():
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
     task = zoo.load(name)
     small = len(task.predict(list(inputs(200))))
-    after_small = peak_mb()
+    after_small = peak_rss_mb()
     big = task.predict([x for x in inputs(size)])
-    print(json.dumps({"small": small, "big": len(big), "after_small_mb": after_small, "after_big_mb": peak_mb()}))
+    print(json.dumps({"small": small, "big": len(big), "after_small_mb": after_small, "after_big_mb": peak_rss_mb()}))
 """)
 
 

@@ -10,7 +10,7 @@ are wall seconds). Each size runs in a fresh process,
 so its ``first`` call pays for what a new process pays (tracing, or loading
 the traced program from ``$OAR_HOME/programs``, and first touches), and
 ``peak_rss_mb`` is that process's peak resident memory
-(``resource.getrusage``); ``later`` is a second call in the same process
+(``VmHWM``, see ``framework.timing.peak_rss_mb``); ``later`` is a second call in the same process
 (sizes up to 10,000). Figures per model:
 
 - ``sizes``: ``{n: {"static"|"eager": {"first_s", "later_s", "loaded_rss_mb", "peak_rss_mb"}}}``;
@@ -25,10 +25,11 @@ the traced program from ``$OAR_HOME/programs``, and first touches), and
 import itertools
 import json
 import math
-import resource
 import subprocess
 import sys
 import time
+
+from framework.timing import peak_rss_mb
 
 __all__ = ["run_all", "measure_in_this_process"]
 
@@ -51,7 +52,7 @@ def _corpus(task_kind):
 
 
 def _peak_rss_mb():
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    return round(peak_rss_mb(), 1)
 
 
 def measure_in_this_process(name, static, size, later, batch1):
