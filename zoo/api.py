@@ -13,22 +13,10 @@ from framework.fetch import FetchError, oar_home, sha256_of
 
 from . import exported
 from .catalog import ROOT, CatalogError, card
+from .tasks import task_spec
 
-__all__ = ["load", "export", "RUNTIMES", "Task", "TASKS", "DEFAULT_MODELS", "WeightsError", "register_everything",
-           "task_name", "LOADERS", "load_compressed_task", "model_card"]
-
-# The zoo's one task table: task -> its default model, the metrics `oar list` shows, the names it also answers to,
-# and whether its inputs are file paths (video, images) rather than text.
-TASKS = {
-    "lexical_analysis": {"default": "lac", "headline": ("seg_f1", "pos_f1", "entity_f1"),
-                         "aliases": ("lac", "lexical"), "inputs": "text"},
-    "sentiment": {"default": "senta_bilstm", "headline": ("acc", "macro_f1"), "aliases": ("senta",), "inputs": "text"},
-    "matching": {"default": "simnet_cnn_pointwise", "headline": ("acc", "auc"), "aliases": ("simnet",),
-                 "inputs": "text"},
-    "video": {"default": "tsm_synth", "headline": ("motion_top1", "top1", "gap"), "aliases": (), "inputs": "paths"},
-    "image_classification": {"default": None, "headline": ("top1", "acc"), "aliases": ("image",), "inputs": "paths"},
-}
-DEFAULT_MODELS = {name: row["default"] for name, row in TASKS.items() if row["default"]}
+__all__ = ["load", "export", "RUNTIMES", "Task", "WeightsError", "register_everything", "LOADERS",
+           "load_compressed_task", "model_card"]
 
 
 class WeightsError(FetchError):
@@ -57,15 +45,6 @@ def register_everything():
     import vision.tasks  # noqa: F401
     import video.models  # noqa: F401
     import video.tasks  # noqa: F401
-
-
-def task_name(name):
-    """The task table's name for ``name`` (a task name or one of its aliases); an unknown one lists the known."""
-    for task, row in TASKS.items():
-        if name == task or name in row["aliases"]:
-            return task
-    known = ", ".join(f"{t} ({', '.join(r['aliases'])})" if r["aliases"] else t for t, r in TASKS.items())
-    raise CatalogError(f"unknown task {name!r} (known: {known})")
 
 
 def _checked_file(entry, relative, sha256):
@@ -245,9 +224,10 @@ def export(name, output, formats=("oar",)):
 
 def Task(name, model=None, device="cpu"):
     """A Task for ``task_name`` (or an alias such as ``senta``) with ``model`` (default: the task's default)."""
-    task_id = task_name(name)
+    spec = task_spec(name)
+    task_id = spec.name
     if model is None:
-        model = TASKS[task_id]["default"]
+        model = spec.default
         if model is None:
             raise CatalogError(f"task {task_id!r} has no zoo model yet; train one with `oar train`")
     task = load(model, device=device)

@@ -18,11 +18,12 @@ from typing import Callable
 from framework import distributed, set_device
 from framework.config import load_config
 from framework.engine import runner
-from framework.errors import UserError
+from framework.engine.run_dir import best_checkpoint
 
 from . import exported
-from .api import RUNTIMES, TASKS, export, load, model_card, register_everything
+from .api import RUNTIMES, export, load, model_card, register_everything
 from .catalog import card, cards
+from .tasks import TASK_TABLE
 from .inputs import count_lines, predict_in_order, read_lines, result_writer
 from .usage import UsageError
 from .ray import add_arguments as engine_arguments, run as run_on_ray
@@ -120,10 +121,7 @@ def _load_run_config(args):
 
 def _checkpoint(args, output_dir):
     """``--checkpoint``, else ``best.npz`` of the run, else its ``last.npz``."""
-    if args.checkpoint:
-        return args.checkpoint
-    best, last = os.path.join(output_dir, "best.npz"), os.path.join(output_dir, "last.npz")
-    return last if not os.path.isfile(best) and os.path.isfile(last) else best
+    return args.checkpoint or best_checkpoint(output_dir)
 
 
 def _setup(args, for_inference):
@@ -235,7 +233,8 @@ def _run_arguments(parser):
 
 def _check_input_kind(entry, args):
     """Refuse text for a model that reads files, and files for one that reads text, before loading it."""
-    wants_paths = TASKS.get(entry["task"], {}).get("inputs") == "paths"
+    spec = TASK_TABLE.get(entry["task"])
+    wants_paths = spec is not None and spec.kind == "file"
     if wants_paths and not args.input_path:
         given = "--input_text" if args.input_text else "--input_file"
         raise UsageError(f"{entry['name']} is a {entry['task']} model: give files with --input_path, not {given}")
@@ -269,7 +268,8 @@ def _list_arguments(parser):
 
 def _headline(entry, digits):
     metrics = entry.get("metrics") or {}
-    keys = [k for k in TASKS.get(entry["task"], {}).get("headline", ()) if k in metrics] or \
+    spec = TASK_TABLE.get(entry["task"])
+    keys = [k for k in (spec.headline if spec else ()) if k in metrics] or \
         [k for k in metrics if k != "split" and isinstance(metrics[k], (int, float))][:3]    # no headline: the first three
     shown = " ".join(f"{k} {metrics[k]:.{digits}f}" for k in keys) or "-"
     if not keys or "split" not in metrics:

@@ -40,20 +40,19 @@ from framework.config import load_config
 from framework.engine import runner
 from framework.engine.run_dir import RUN_ASSETS, RUN_CONFIG, run_config, save_run
 from framework.jit.files import GRAPH_FILE, WEIGHTS_FILE
-from framework.errors import MissingFileError, UserError
+from framework.errors import UserError
 from framework.fetch import file_lock, oar_home, sha256_of
 from framework.serialization import atomic_write
 
 from .catalog import card
+from .tasks import task_spec
 
 __all__ = ["ExportError", "CacheWarning", "trace_task", "write_export", "read_manifest", "load_export", "is_export",
-           "card_of", "use_onnxruntime", "MANIFEST", "SAMPLE_TEXTS", "SAMPLE_PAIRS"]
+           "card_of", "use_onnxruntime", "MANIFEST"]
 
 MANIFEST = "manifest.json"
 FORMAT = "oar.export"
 VERSION = 2
-SAMPLE_TEXTS = ["今天是个好日子，我们去北京天安门看升旗。"]
-SAMPLE_PAIRS = [["今天天气很好", "今天天气很好啊"]]
 
 
 class ExportError(UserError, ValueError):
@@ -64,25 +63,12 @@ class CacheWarning(UserWarning):
     """A file oar made in ``$OAR_HOME`` that failed its check or did not load, and is made again."""
 
 
-def _sample(task_kind, workdir):
-    """A small list of raw inputs of the task's kind."""
-    if task_kind == "matching":
-        return SAMPLE_PAIRS
-    if task_kind in ("lexical_analysis", "sentiment"):
-        return SAMPLE_TEXTS
-    if task_kind == "video":
-        from video.data.synthetic import make_synthetic_set
-        make_synthetic_set(workdir, 1, seed=0, workers=1)
-        return [os.path.join(workdir, "videos", "000000.mp4")]
-    raise ExportError(f"no sample inputs to trace a {task_kind} model with")
-
-
 def trace_task(task, task_kind):
     """The program ``task.model`` (a :class:`~framework.jit.StaticLayer`) traces on a sample of its inputs."""
     if not isinstance(task.model, jit.StaticLayer):
         raise ExportError("the task's model does not run through programs (load it with static=True)")
     with tempfile.TemporaryDirectory() as workdir:
-        task.predict(_sample(task_kind, workdir))
+        task.predict(task_spec(task_kind).example_inputs(workdir))
     if task.model.fallbacks:
         raise ExportError(f"the model cannot be traced: {next(iter(task.model.fallbacks.values()))}")
     if len(task.model.programs) != 1:

@@ -32,6 +32,8 @@ never lost or written twice (tested by killing an actor mid-run).
 import json
 import os
 
+from framework.errors import UserError
+
 from .usage import UsageError
 
 __all__ = ["Predictor", "read_lines", "run", "read_results", "add_arguments", "ray_available"]
@@ -53,7 +55,6 @@ def _ray():
         import ray
         import ray.data  # noqa: F401
     except ImportError:
-        from framework.errors import UserError
         raise type("RayMissingError", (UserError, ImportError), {})(
             "--engine ray needs Ray Data: pip install \"oar[ray]\" (or pip install \"ray[data]\")") from None
     return ray

@@ -30,7 +30,8 @@ from ..fetch import sha256_of
 from ..serialization import atomic_write
 from .checkpoint import CheckpointError, OutputDirError
 
-__all__ = ["RUN_CONFIG", "RUN_ASSETS", "make_output_dir", "save_run", "run_config", "check_assets"]
+__all__ = ["RUN_CONFIG", "RUN_ASSETS", "make_output_dir", "save_run", "run_config", "check_assets",
+           "best_checkpoint"]
 
 RUN_CONFIG = "config.yaml"      # in a run directory: the resolved config, with the task's files copied beside it
 RUN_ASSETS = "assets.json"      # in a run directory: the config keys naming those copies, sha256s, given values
@@ -112,6 +113,14 @@ def _plain(value):
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value
+
+
+def best_checkpoint(run_dir):
+    """The checkpoint of a training run to use: ``<run_dir>/best.npz``, else ``last.npz`` when the run ended
+    before any evaluation (a step budget); ``best.npz``'s path when neither exists (a missing file that
+    the loader then names)."""
+    best, last = os.path.join(run_dir, "best.npz"), os.path.join(run_dir, "last.npz")
+    return last if not os.path.isfile(best) and os.path.isfile(last) else best
 
 
 def make_output_dir(output_dir):

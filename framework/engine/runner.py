@@ -35,7 +35,7 @@ from .checkpoint import load_checkpoint, restore_model
 from .run_dir import RUN_ASSETS, RUN_CONFIG, check_assets, make_output_dir, run_config, save_run
 from .trainer import AMP_OPTIONS, Trainer, amp_settings, evaluate
 
-__all__ = ["TRAIN_DEFAULTS", "SECTIONS", "RUN_CONFIG", "RUN_ASSETS", "check_sections", "build_task",
+__all__ = ["TRAIN_DEFAULTS", "SECTIONS", "RUN_CONFIG", "RUN_ASSETS", "check_sections", "build_task", "build_trainer",
            "build_dataset", "build_loader", "build_scheduler", "build_optimizer", "default_output_dir",
            "save_run", "run_config", "train", "evaluate_config", "infer", "load_weights", "load_task"]
 
@@ -252,21 +252,36 @@ def train(cfg, output_dir=None, resume=None, device=None, seed=None, progress=Tr
     run_cfg, assets = save_run(cfg, task, output_dir) if env.rank == 0 else (cfg, None)
     if env.world_size > 1:
         _make_data_parallel(cfg, train_cfg, task, (train_set, eval_set), env)
-    shard = dict(rank=env.rank, world_size=env.world_size)
+    trainer = build_trainer(cfg, task, (train_set, eval_set), output_dir, device=device, progress=progress,
+                            config=run_cfg, assets=assets, rank=env.rank, world_size=env.world_size)
+    if resume:
+        trainer.resume(None if resume is True else resume)
+    return trainer, trainer.fit()
+
+
+def build_trainer(cfg, task, datasets, output_dir, device=None, progress=True, config=None, assets=None, rank=0,
+                  world_size=1):
+    """The :class:`Trainer` of ``task`` (its model as it stands) on ``datasets`` (``(train, eval or None)``)
+    with ``cfg``'s optimizer, schedule and ``train`` section; training (:func:`train`) and compression
+    fine-tuning (:func:`framework.slim.finetune`) both build theirs here.
+
+    ``config``: the config recorded in the checkpoints (default ``cfg``); ``assets``: the run's asset record
+    (:func:`save_run`); ``rank`` / ``world_size``: the data shard this process reads.
+    """
+    train_cfg = check_sections(cfg)
+    train_set, eval_set = datasets
+    shard = dict(rank=rank, world_size=world_size)
     train_loader = build_loader(train_set, task, train_cfg, training=True, **shard)
     eval_loader = build_loader(eval_set, task, train_cfg, training=False, **shard) if eval_set is not None else None
     scheduler = build_scheduler(cfg)
     optimizer = build_optimizer(cfg, task.model, scheduler, train_cfg["grad_clip"])
-    trainer = Trainer(task, optimizer, train_loader, eval_loader, scheduler=scheduler, lr_step=train_cfg["lr_step"],
-                      epochs=train_cfg["epochs"], max_steps=train_cfg["max_steps"],
-                      eval_every=train_cfg["eval_every"], metric=train_cfg["metric"],
-                      metric_mode=train_cfg["metric_mode"], early_stop=train_cfg["early_stop"],
-                      output_dir=output_dir, log_every=train_cfg["log_every"], device=device,
-                      config=run_cfg, progress=progress, amp=_checked_amp(cfg, train_cfg["amp"], device),
-                      assets=assets)
-    if resume:
-        trainer.resume(None if resume is True else resume)
-    return trainer, trainer.fit()
+    return Trainer(task, optimizer, train_loader, eval_loader, scheduler=scheduler, lr_step=train_cfg["lr_step"],
+                   epochs=train_cfg["epochs"], max_steps=train_cfg["max_steps"],
+                   eval_every=train_cfg["eval_every"], metric=train_cfg["metric"],
+                   metric_mode=train_cfg["metric_mode"], early_stop=train_cfg["early_stop"],
+                   output_dir=output_dir, log_every=train_cfg["log_every"], device=device,
+                   config=cfg if config is None else config, progress=progress,
+                   amp=_checked_amp(cfg, train_cfg["amp"], device), assets=assets)
 
 
 def _checked_amp(cfg, option, device):

@@ -33,22 +33,28 @@ from framework.timing import peak_rss_mb
 
 __all__ = ["run_all", "measure_in_this_process"]
 
-TEXT_TASKS = ("lexical_analysis", "sentiment", "matching")
 SIZES = (100, 1_000, 10_000, 100_000)
 LATER_UP_TO = 10_000            # sizes that also time a second call
 BATCH1_INPUTS = 200
 
 
-def _corpus(task_kind):
-    """Real raw inputs of a task kind (a list)."""
-    if task_kind == "lexical_analysis":
-        from .lac import peoples_daily_test_texts
-        return peoples_daily_test_texts()
-    if task_kind == "sentiment":
-        from nlp.senta.data import load_reviews
-        return [text for text, _ in load_reviews("test")]
+def _lac_texts():
+    from .lac import peoples_daily_test_texts
+    return peoples_daily_test_texts()
+
+
+def _reviews():
+    from nlp.senta.data import load_reviews
+    return [text for text, _ in load_reviews("test")]
+
+
+def _pairs():
     from nlp.simnet.data import builder_file, read_pair_file
     return [(pair.text_a, pair.text_b) for pair in read_pair_file(builder_file("test.tsv"))]
+
+
+# Real raw inputs of each text task: its test split.
+CORPORA = {"lexical_analysis": _lac_texts, "sentiment": _reviews, "matching": _pairs}
 
 
 def _peak_rss_mb():
@@ -60,7 +66,7 @@ def measure_in_this_process(name, static, size, later, batch1):
     ``batch1``, then ``BATCH1_INPUTS`` calls of one input. Returns the figures as a dict."""
     import zoo
     from zoo.catalog import card
-    corpus = _corpus(card(name)["task"])
+    corpus = CORPORA[card(name)["task"]]()
     task = zoo.load(name, static=static)
     figures = {"loaded_rss_mb": _peak_rss_mb()}
 
@@ -119,7 +125,7 @@ def _model_figures(name, sizes):
 def run_all(quick=False):
     """``{model: figures}`` for every text model of the zoo (module docstring)."""
     from zoo.catalog import cards
-    names = [name for name, entry in cards().items() if entry["task"] in TEXT_TASKS]
+    names = [name for name, entry in cards().items() if entry["task"] in CORPORA]
     if quick:
         names = [n for n in names if n in ("lac_pku", "senta_bow", "simnet_bow_pointwise")]
     sizes = SIZES[:2] if quick else SIZES

@@ -32,15 +32,25 @@ import time
 from framework.config import load_config
 from framework.engine import runner
 from framework.engine.checkpoint import export_weights
+from framework.engine.run_dir import best_checkpoint
 from framework.serialization import atomic_write
 
 from ..catalog import CATALOG_PATH, ROOT, CatalogError, cards, write_card
+from ..tasks import TASK_TABLE
 
-__all__ = ["GROUPS", "RESULTS_PATH", "reproduce", "update_results", "destination",
+__all__ = ["groups", "RESULTS_PATH", "reproduce", "update_results", "destination",
            "train_and_measure", "card_config", "train_checkpoint", "logged_train_minutes", "machine_description"]
 
-GROUPS = {"nlp": ("lexical_analysis", "sentiment", "matching"), "senta": ("sentiment",), "simnet": ("matching",),
-          "video": ("video",)}
+
+def groups():
+    """``{group: task names}`` that ``oar reproduce GROUP`` runs: ``nlp`` (every task with text instances),
+    and each task of the table by its name and its aliases (``senta``, ``simnet``, ``video`` …); a card's
+    own name wins over a group of the same name."""
+    table = {"nlp": tuple(name for name, spec in TASK_TABLE.items() if spec.kind in ("text", "pair"))}
+    for spec in TASK_TABLE.values():
+        table.update({name: (spec.name,) for name in (spec.name,) + spec.aliases})
+    return table
+
 RESULTS_PATH = os.path.join(ROOT, "docs", "RESULTS.md")
 
 
@@ -109,10 +119,7 @@ def train_checkpoint(cfg, entry, options, from_run=None):
         output_dir, start = os.path.join(options.output_root, entry["name"]), time.time()
         _, summary = runner.train(cfg, output_dir=output_dir, device=options.device, progress=not options.quiet)
         minutes = (time.time() - start) / 60
-    best = os.path.join(output_dir, "best.npz")
-    if not os.path.isfile(best):                     # a step budget that ended before any evaluation
-        best = os.path.join(output_dir, "last.npz")
-    return best, summary, minutes
+    return best_checkpoint(output_dir), summary, minutes
 
 
 def train_and_measure(entry, options, extra_overrides=(), cfg=None, from_run=None):
@@ -184,12 +191,12 @@ def reproduce(target, options):
     table = cards()
     if target == "all":
         chosen = list(table.values())
-    elif target in GROUPS:
-        chosen = [c for c in table.values() if c["task"] in GROUPS[target] and not c.get("compressed_from")]
-    elif target == "slim":                                  # the compressed cards (zoo.reproduce.slim)
-        chosen = [c for c in table.values() if c.get("compressed_from")]
     elif target in table:
         chosen = [table[target]]
+    elif target == "slim":                                  # the compressed cards (zoo.reproduce.slim)
+        chosen = [c for c in table.values() if c.get("compressed_from")]
+    elif target in groups():
+        chosen = [c for c in table.values() if c["task"] in groups()[target] and not c.get("compressed_from")]
     else:
         from ..catalog import card
         card(target)  # raises with close names

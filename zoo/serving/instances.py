@@ -2,7 +2,7 @@
 
 Each mistake raises :class:`RequestError` with an HTTP status and a
 ``detail`` that names the field (``instances[3]``, ``text``, ``body``). The
-instances of a model follow its task (:func:`kind_of`):
+instances of a model follow its task (the task table's ``kind``, :mod:`zoo.tasks`):
 
 - ``text`` (lexical analysis, sentiment): a string of at most ``max_text_len`` characters;
 - ``pair`` (matching): ``[text_a, text_b]``;
@@ -20,9 +20,8 @@ import os
 import re
 import tempfile
 
-from zoo.api import TASKS
 
-__all__ = ["RequestError", "ScratchFiles", "invalid", "kind_of", "parse_body", "read_instances", "paddlehub_instances",
+__all__ = ["RequestError", "ScratchFiles", "invalid", "parse_body", "read_instances", "paddlehub_instances",
            "decode_instances"]
 
 
@@ -41,13 +40,6 @@ class RequestError(Exception):
 def invalid(field, message):
     """A 400 about ``field`` of the request."""
     return RequestError(400, "invalid input", f"{field}: {message}")
-
-
-def kind_of(task_name):
-    """``"text"``, ``"pair"`` or ``"file"``: the shape of one instance for a model of ``task_name``."""
-    if TASKS.get(task_name, {}).get("inputs") == "paths":
-        return "file"
-    return "pair" if task_name == "matching" else "text"
 
 
 def parse_body(raw):

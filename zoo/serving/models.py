@@ -7,20 +7,18 @@ answered one warm-up batch, then ``ready`` with a running
 """
 import inspect
 import logging
-import os
 import tempfile
 
 from framework.errors import UserError
 
 from ..api import load
 from ..catalog import card
+from ..tasks import task_spec
 from .batcher import Batcher
-from .instances import kind_of
 
-__all__ = ["ServedModel", "load_task", "warmup_inputs"]
+__all__ = ["ServedModel", "load_task"]
 
 log = logging.getLogger("oar.serve")
-WARMUP_TEXTS = ["今天天气很好，我们去公园散步。", "这家店的服务很好"]
 
 
 def load_task(name, options):
@@ -34,25 +32,6 @@ def load_task(name, options):
     return load(name, **keywords)
 
 
-def warmup_inputs(task_name, kind, folder):
-    """One small batch of real inputs for a model of ``task_name`` (files are written into ``folder``)."""
-    if kind == "text":
-        return list(WARMUP_TEXTS)
-    if kind == "pair":
-        return [WARMUP_TEXTS]
-    import numpy
-    frames = numpy.random.default_rng(0).integers(0, 256, (16, 64, 64, 3), dtype=numpy.uint8)
-    if task_name == "video":
-        from video.data.encode import write_video
-        path = os.path.join(folder, "warmup.mp4")
-        write_video(path, frames, fps=8)
-        return [path]
-    import cv2
-    path = os.path.join(folder, "warmup.png")
-    cv2.imwrite(path, frames[0])
-    return [path]
-
-
 class ServedModel:
     """One served zoo model: ``name``, ``task`` (the task's name), ``version`` (the weights' sha256, None
     for a model its card loads from elsewhere), ``kind`` of instance, ``state`` and, once ready, ``batcher``."""
@@ -61,7 +40,7 @@ class ServedModel:
         entry = card(name)
         self.name, self.task, self.options, self.metrics = name, entry["task"], options, metrics
         self.version = (entry.get("weights") or {}).get("sha256")
-        self.kind = kind_of(self.task)
+        self.kind = task_spec(self.task).kind
         self.state, self.reason, self.batcher = "loading", None, None
 
     def load(self):
@@ -69,7 +48,7 @@ class ServedModel:
         try:
             task = load_task(self.name, self.options)
             with tempfile.TemporaryDirectory() as folder:
-                task.predict(warmup_inputs(self.task, self.kind, folder))
+                task.predict(task_spec(self.task).example_inputs(folder))
         except Exception as err:                # noqa: BLE001 - one model's failure leaves the others serving
             self.state, self.reason = "failed", str(err) if isinstance(err, UserError) else repr(err)
             log.error("model %s failed to load: %s", self.name, self.reason, exc_info=not isinstance(err, UserError))

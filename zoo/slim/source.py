@@ -17,9 +17,10 @@ from framework.engine.task import batch_size_of
 from framework.fetch import sha256_of
 from framework.slim import SlimError
 
-from ..api import TASKS, card_overrides, checked_weights, resolve_repo_files, register_everything
+from ..api import card_overrides, checked_weights, resolve_repo_files, register_everything
 from ..catalog import ROOT, cards
 from ..exported import trace_task
+from ..tasks import TASK_TABLE, spec_of_type
 from .measure import model_inputs, static_program
 
 __all__ = ["Source", "open_source", "traced", "batches_of"]
@@ -40,13 +41,10 @@ class Source:
 
 
 def _kind_of(cfg):
-    """The zoo task kind of a config, from the card that uses its task type (else the type itself)."""
+    """The zoo task of a config (the task table's entry for its ``task.type``), else the type itself."""
     task_type = (cfg.get("task") or {}).get("type")
-    for entry in cards().values():
-        if "config" in entry:
-            if (load_config(os.path.join(ROOT, entry["config"])).get("task") or {}).get("type") == task_type:
-                return entry["task"]
-    return task_type
+    spec = spec_of_type(task_type)
+    return spec.name if spec else task_type
 
 
 def open_source(model, weights=None, overrides=(), pretrained=True):
@@ -84,7 +82,7 @@ def traced(source):
     """The program of ``source``'s model on one example (the model stays eager in the task): the zoo's
     sample input for its task kinds (a sentence, a pair, a generated video), else the first example of the
     config's data (test, eval or train split)."""
-    if source.kind in TASKS:
+    if source.kind in TASK_TABLE:
         eager = source.task.model
         source.task.model = jit.to_static(eager, dynamic_axes=source.task.dynamic_axes, passes=jit.EXACT_PASSES)
         try:

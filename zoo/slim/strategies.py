@@ -21,6 +21,7 @@ import os
 
 from framework.config import apply_overrides, resolve_references
 from framework.engine import runner
+from framework.engine.run_dir import best_checkpoint
 from framework.engine.task import to_tensors
 from framework.errors import UserError
 from framework.serialization import atomic_write
@@ -30,8 +31,8 @@ from framework.slim.plan import pruned_macs, sensitivity_plan, uniform_plan
 from framework.slim.prune import apply, kept_channels, named_tensors
 from framework.slim.sensitivity import drops, sensitivities, table_text
 
-from ..api import TASKS
 from ..catalog import cards
+from ..tasks import TASK_TABLE
 from .source import batches_of, open_source, traced
 
 __all__ = ["prune", "quantize", "distill", "finetune_config", "best_teacher"]
@@ -119,7 +120,7 @@ def prune(source, settings, output_dir, device=None, progress=True):
 def _train(task, cfg, run_dir, device, progress):
     """Train ``task`` on ``cfg`` into ``run_dir`` and keep the best checkpoint's weights in the model."""
     summary = finetune(task, cfg, run_dir, device, progress)
-    best = os.path.join(run_dir, "best.npz")
+    best = best_checkpoint(run_dir)
     if os.path.isfile(best):
         runner.load_weights(task.model, best)
     task.model.eval()
@@ -155,7 +156,7 @@ def quantize(source, settings, output_dir, device=None, progress=True):
 
 def best_teacher(kind, exclude=()):
     """The card of task ``kind`` with the highest first headline test metric (not in ``exclude``)."""
-    headline = TASKS.get(kind, {}).get("headline", ("acc",))
+    headline = TASK_TABLE[kind].headline if kind in TASK_TABLE else ("acc",)
     scored = []
     for entry in cards().values():
         metrics = entry.get("metrics") or {}
