@@ -3,12 +3,15 @@
 A card says what a model is and where every number came from:
 
 - ``name``, ``task`` (the task it serves), ``description``;
-- either ``config`` (a YAML config under ``configs/``) plus ``weights``
-  (``{path, sha256}`` of a file shipped in the repo), or ``loader``: the name
-  of one of the zoo's loaders, a fixed table in its code (:data:`zoo.api.LOADERS`:
-  ``official_lac`` builds Baidu's official LAC from its fetched files,
-  ``compressed`` a compressed card from its ``base_config`` and weights); a
-  card, like an export manifest, names a loader but never a module;
+- its kind (:data:`CARD_KINDS`, :func:`card_kind`), told by the one key it has of
+  ``config``, ``base_config`` and ``loader``: a **trained** card has ``config`` (a
+  YAML config under ``configs/``) plus ``weights`` (``{path, sha256}`` of a file
+  shipped in the repo); a **compressed** card ``base_config`` (the config of the
+  model it was made from), ``compressed_from`` and compressed ``weights``; an
+  **official** card ``loader``, the name of one of the zoo's loaders, a fixed
+  table in its code (:data:`zoo.cards.LOADERS`: ``official_lac`` builds Baidu's
+  official LAC from its fetched files) — a card, like an export manifest, names
+  a loader but never a module (:mod:`zoo.cards` builds every kind);
 - ``overrides`` (optional, with ``config``): ``key=value`` config overrides
   applied when the model is loaded, e.g. ``task.vocab=zoo/weights/…`` (a
   value naming a repository file is read from the repository root);
@@ -23,10 +26,13 @@ import yaml
 from framework.errors import UserError
 from framework.serialization import atomic_write
 
-__all__ = ["CatalogError", "ROOT", "CATALOG_PATH", "cards", "card", "write_card"]
+__all__ = ["CatalogError", "ROOT", "CATALOG_PATH", "CARD_KINDS", "card_kind", "cards", "card", "write_card"]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CATALOG_PATH = os.path.join(ROOT, "zoo", "catalog.yaml")
+# card kind -> the key that marks it and the keys such a card needs besides
+CARD_KINDS = {"trained": ("config", ("weights",)), "compressed": ("base_config", ("weights", "compressed_from")),
+              "official": ("loader", ())}
 
 
 class CatalogError(UserError, KeyError):
@@ -44,12 +50,24 @@ def cards(path=CATALOG_PATH):
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict) or "name" not in entry or "task" not in entry:
             raise CatalogError(f"{path}: entry {i} needs at least 'name' and 'task'")
-        if ("config" in entry) == ("loader" in entry):
-            raise CatalogError(f"{path}: card {entry['name']!r} needs exactly one of 'config' or 'loader'")
-        if "loader" in entry and not isinstance(entry["loader"], str):
-            raise CatalogError(f"{path}: card {entry['name']!r}: 'loader' must name one of the zoo's loaders")
+        kind = card_kind(entry, path)
+        missing = [key for key in CARD_KINDS[kind][1] if key not in entry]
+        if missing:
+            raise CatalogError(f"{path}: {kind} card {entry['name']!r} needs {', '.join(map(repr, missing))}")
+        if not isinstance(entry[CARD_KINDS[kind][0]], str):
+            raise CatalogError(f"{path}: card {entry['name']!r}: {CARD_KINDS[kind][0]!r} must be a string")
         table[entry["name"]] = entry
     return table
+
+
+def card_kind(entry, path=CATALOG_PATH):
+    """``"trained"``, ``"compressed"`` or ``"official"``: the kind of a card, from the one marking key it
+    has (``config``, ``base_config``, ``loader``); a card with none or several is refused."""
+    kinds = [kind for kind, (key, _) in CARD_KINDS.items() if key in entry]
+    if len(kinds) != 1:
+        marks = " or ".join(repr(key) for key, _ in CARD_KINDS.values())
+        raise CatalogError(f"{path}: card {entry.get('name')!r} needs exactly one of {marks}")
+    return kinds[0]
 
 
 def card(name, path=CATALOG_PATH):

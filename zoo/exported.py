@@ -9,14 +9,14 @@
   plus ``weights.npz`` (the model's weights, which the task's own code reads
   beside the network, e.g. LAC's CRF transitions), ``program/`` (the traced
   network, :func:`framework.jit.save`), ``model.onnx`` with ``--format onnx``
-  and ``manifest.json``: ``{"format": "oar.export", "version": 2, "name",
-  "task", "card", "program", "weights", "onnx", "loader", "files"}``, where
-  ``files`` maps every file written (relative path) to its sha256. A model made
-  by a loader (the official LAC, the compressed cards) records the name of its
-  loader, a key of the zoo's fixed table (:data:`zoo.api.LOADERS`), instead of
-  a config.
-  :func:`load_export` builds the task from it without the catalog (a loader's
-  model from the catalog card of that name) and serves its calls with the saved
+  and ``manifest.json``: ``{"format": "oar.export", "version": 3, "name",
+  "task", "card", "kind", "program", "weights", "onnx", "files"}``, where
+  ``kind`` is the card's kind (:data:`zoo.catalog.CARD_KINDS`) and ``files``
+  maps every file written (relative path) to its sha256. A trained or a
+  compressed model is exported with its config and weights; an official one
+  (built by a loader from files fetched elsewhere: Baidu's LAC) with neither.
+  :func:`load_export` builds the task from it without the catalog (an official
+  model from the catalog card of that name, :func:`zoo.cards.build_card`) and serves its calls with the saved
   program, or with ``model.onnx`` in ONNX Runtime. An export directory is data:
   nothing in it names code to run, every file is checked against its recorded
   sha256 before it is read, and a path it names must lie inside it.
@@ -37,14 +37,14 @@ import warnings
 from framework import jit
 from framework.checked import check_sha256, is_sha256, path_inside, read_json
 from framework.config import load_config
-from framework.engine import runner
 from framework.engine.run_dir import RUN_ASSETS, RUN_CONFIG, run_config, save_run
 from framework.jit.files import GRAPH_FILE, WEIGHTS_FILE
 from framework.errors import UserError
 from framework.fetch import file_lock, oar_home, sha256_of
 from framework.serialization import atomic_write
 
-from .catalog import card
+from .cards import build_card, weighted_task
+from .catalog import CARD_KINDS, card, card_kind
 from .tasks import task_spec
 
 __all__ = ["ExportError", "CacheWarning", "trace_task", "write_export", "read_manifest", "load_export", "is_export",
@@ -52,7 +52,7 @@ __all__ = ["ExportError", "CacheWarning", "trace_task", "write_export", "read_ma
 
 MANIFEST = "manifest.json"
 FORMAT = "oar.export"
-VERSION = 2
+VERSION = 3
 
 
 class ExportError(UserError, ValueError):
@@ -99,7 +99,7 @@ def write_export(task, entry, cfg, weights, output, task_kind, formats=("oar",))
     card's loader, with the weights file ``weights``) into ``output``; returns the manifest."""
     program = trace_task(task, task_kind)
     manifest = {"format": FORMAT, "version": VERSION, "name": entry["name"], "task": task_kind, "card": entry,
-                "program": "program", "weights": None, "onnx": None, "loader": entry.get("loader")}
+                "kind": card_kind(entry), "program": "program", "weights": None, "onnx": None}
     if cfg is not None:
         save_run(cfg, task, output)
         manifest["weights"] = "weights" + os.path.splitext(weights)[1]
@@ -132,7 +132,7 @@ def _card(manifest):
 
 # what each manifest field must be: (JSON types, whether it may be null)
 _FIELDS = {"name": (str, False), "task": (str, False), "card": (dict, True), "program": (str, False),
-           "weights": (str, True), "onnx": (str, True), "loader": (str, True), "files": (dict, False)}
+           "kind": (str, False), "weights": (str, True), "onnx": (str, True), "files": (dict, False)}
 
 
 def read_manifest(directory):
@@ -153,6 +153,9 @@ def read_manifest(directory):
         if not (isinstance(value, kind) or (nullable and value is None)):
             raise ExportError(f"{path}: {field!r} must be a JSON {'object' if kind is dict else 'string'}"
                               f"{' or null' if nullable else ''}, got {value!r:.80}")
+    if manifest["kind"] not in CARD_KINDS:
+        raise ExportError(f"{path}: 'kind' must be one of {', '.join(CARD_KINDS)}, got {manifest['kind']!r:.80}; "
+                          f"an export names the kind of its model, it cannot bring code")
     for name, digest in manifest["files"].items():
         if not is_sha256(digest):
             raise ExportError(f"{path}: files[{name!r}] must be a sha256 (64 hex digits), got {digest!r:.80}")
@@ -176,9 +179,9 @@ def _needed(directory, manifest, runtime):
     """``{role: relative path}`` of the files :func:`load_export` reads from ``directory``."""
     program = manifest["program"].rstrip("/")
     needed = {"graph": f"{program}/{GRAPH_FILE}", "values": f"{program}/{WEIGHTS_FILE}"}
-    if manifest["loader"] is None:
+    if manifest["kind"] != "official":
         if manifest["weights"] is None:
-            raise ExportError(f"{os.path.join(directory, MANIFEST)} names neither weights nor a loader")
+            raise ExportError(f"{os.path.join(directory, MANIFEST)}: a {manifest['kind']} model needs 'weights'")
         needed.update(config=RUN_CONFIG, assets=RUN_ASSETS, weights=manifest["weights"])
     if runtime == "onnxruntime":
         if manifest["onnx"] is None:
@@ -188,33 +191,25 @@ def _needed(directory, manifest, runtime):
     return needed
 
 
-def _loaded_task(directory, manifest, paths, loaders):
-    """The eager task of an export: built from its config and weights, or by the named loader of the
-    fixed table ``loaders`` for the catalog card of the export's name."""
-    key = manifest["loader"]
-    if key is None:
+def _loaded_task(directory, manifest, paths):
+    """The eager task of an export: built from its config and weights (plain or compressed), or, for an
+    official model, by the zoo's loader that the catalog card of the export's name names."""
+    if manifest["kind"] != "official":
         cfg = run_config(load_config(paths["config"]), directory)
-        return runner.load_task(cfg, paths["weights"])
-    record = os.path.join(directory, MANIFEST)
-    if key not in loaders:
-        raise ExportError(f"{record} names the loader {key!r:.80}, which is not one of oar's "
-                          f"({', '.join(loaders)}); an export names a loader, it cannot bring code")
+        return weighted_task(cfg, paths["weights"], manifest["kind"])
     entry = card(manifest["name"])
-    if entry.get("loader") != key:
-        raise ExportError(f"{record} names the loader {key!r} for {manifest['name']!r}, whose card has "
-                          f"{entry.get('loader')!r}")
-    task = loaders[key](entry)
-    task.model.eval()
-    return task
+    if card_kind(entry) != "official":
+        raise ExportError(f"{os.path.join(directory, MANIFEST)} says {manifest['name']!r} is an official model, "
+                          f"whose card is {card_kind(entry)}; export the model again")
+    return build_card(entry).task
 
 
-def load_export(directory, loaders, device="cpu", runtime="oar"):
+def load_export(directory, device="cpu", runtime="oar"):
     """The task of an export directory (module docstring), its model served by the saved program (``runtime
-    "onnxruntime"``: by its ``model.onnx``). ``loaders``: the fixed table of named loaders
-    (:data:`zoo.api.LOADERS`) a manifest may choose from. Every file is checked before it is read."""
+    "onnxruntime"``: by its ``model.onnx``). Every file is checked before it is read."""
     manifest = read_manifest(directory)
     paths = _checked_files(directory, manifest, _needed(directory, manifest, runtime))
-    task = _loaded_task(directory, manifest, paths, loaders)
+    task = _loaded_task(directory, manifest, paths)
     if device and device != "cpu":
         task.model.to(device)
     task.model = jit.to_static(task.model, dynamic_axes=task.dynamic_axes, passes=jit.EXACT_PASSES)

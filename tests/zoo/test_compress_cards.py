@@ -8,7 +8,7 @@ import pytest
 import zoo
 from framework.slim import count_parameters, read_recipe
 from zoo.catalog import card
-from zoo.api import checked_weights
+from zoo.cards import checked_weights
 
 REVIEWS = ["质量很好，非常满意，下次还买", "太差了，用了一天就坏了，退货"]
 

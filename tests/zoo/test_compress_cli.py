@@ -8,7 +8,7 @@ import numpy
 import pytest
 
 from framework.config import load_config
-from zoo.slim.cards import load_compressed_task
+from zoo.cards import weighted_task
 
 from .test_cli import assert_one_error_line, oar
 
@@ -39,7 +39,7 @@ def test_prune_cuts_the_model_and_it_loads_back(tmp_path):
     assert result["after"]["params"] < result["before"]["params"]
     plan = json.load(open(os.path.join(out, "plan.json")))
     assert set(plan["ratios"]) == {"net.0", "net.2"} and plan["macs_after"] == result["after"]["macs"]
-    task = load_compressed_task(load_config(os.path.join(out, "config.yaml")), os.path.join(out, "weights.npz"))
+    task = weighted_task(load_config(os.path.join(out, "config.yaml")), os.path.join(out, "weights.npz"), "compressed")
     kept = plan["channels"]["net.0"][1]
     assert task.model.net[0].weight.shape == (2, kept) and task.model.net[2].weight.shape[0] == kept
     assert [r["label"] for r in task.predict([[0.1, 0.0], [2.0, 0.0]])] == [0, 1]
@@ -51,7 +51,7 @@ def test_quant_writes_int8_weights_and_the_onnx_models(tmp_path):
                              "-o", "quant.calibration_samples=64", "quant.activation=abs_max"))
     assert abs(result["after"]["test"]["acc"] - result["before"]["test"]["acc"]) <= 0.02
     assert os.path.isfile(os.path.join(out, "model.int8.onnx"))
-    task = load_compressed_task(load_config(os.path.join(out, "config.yaml")), os.path.join(out, "weights.npz"))
+    task = weighted_task(load_config(os.path.join(out, "config.yaml")), os.path.join(out, "weights.npz"), "compressed")
     assert task.model.net[2].weight_int8.dtype == numpy.int8
 
 

@@ -77,10 +77,10 @@ def test_an_intact_export_runs_on_both_runtimes(export, tmp_path):
     assert label == export[1].split()[0] and abs(float(score) - float(export[1].split()[1])) < 1e-3
 
 
-@pytest.mark.parametrize("loader", ["faulthandler:dump_traceback", "os:system", "compressed", ["list"]])
-def test_a_manifest_names_a_loader_of_the_fixed_table_never_code(export, tmp_path, loader):
+@pytest.mark.parametrize("kind", ["faulthandler:dump_traceback", "os:system", "official", ["list"], None])
+def test_a_manifest_names_a_card_kind_of_the_fixed_table_never_code(export, tmp_path, kind):
     folder = _copy(export, tmp_path)
-    _manifest(folder, lambda m: m.update(loader=loader))
+    _manifest(folder, lambda m: m.update(kind=kind))
     code, out, err = oar("run", folder, "--input_text", TEXT)
     assert_one_error_line(code, err, 1, "manifest.json")
     assert out == "" and "Fatal Python error" not in err and "Current thread" not in err

@@ -21,13 +21,12 @@ import shutil
 import tempfile
 
 from framework import jit
-from framework.config import load_config
 from framework.engine import runner
 from framework.fetch import sha256_of
 from framework.onnx import OnnxProgram, export
 
 from ..catalog import ROOT, cards
-from ..slim.cards import load_compressed_task
+from ..cards import card_config, weighted_task
 from ..slim.measure import model_inputs, speed, static_program, test_metrics
 from ..slim.run import compress, report
 from ..slim.runtime import on_runtime
@@ -110,8 +109,8 @@ def _base_row(name):
 
 
 def _compressed_row(entry, done, weights, run_dir):
-    cfg = load_config(os.path.join(ROOT, entry["base_config"]), entry.get("overrides", []))
-    task = load_compressed_task(cfg, weights)
+    cfg = card_config(entry)
+    task = weighted_task(cfg, weights, "compressed")
     onnx_path = os.path.join(run_dir, "model.int8.onnx") if done["strategy"] == "quant" else None
     return {"name": entry["name"], "made_from": entry["compressed_from"], "params": done["after"]["params"],
             "macs": done["after"]["macs"], "float32_bytes": done["before"]["float32_bytes"],

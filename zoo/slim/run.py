@@ -3,7 +3,7 @@
 :func:`compress` writes into its output folder ``weights.npz`` (the compressed
 weights and their recipe, :func:`framework.slim.save_compressed`),
 ``config.yaml`` (the model's config, which the weights load into with
-:func:`zoo.slim.cards.load_compressed_task`), ``report.json`` (parameters,
+:func:`zoo.cards.weighted_task` with kind ``compressed``), ``report.json`` (parameters,
 multiply-adds per example, file sizes, test metrics before and after, and the
 strategy's notes), the strategy's own files (``plan.json``, ``sensitivity.*``,
 the fine-tuning run) and, for ``quant``, ``model.onnx`` (float, oar's export)

@@ -17,8 +17,9 @@ from framework.engine.task import batch_size_of
 from framework.fetch import sha256_of
 from framework.slim import SlimError
 
-from ..api import card_overrides, checked_weights, resolve_repo_files, register_everything
-from ..catalog import ROOT, cards
+from ..cards import card_config, checked_weights, resolve_repo_files
+from ..catalog import card, card_kind
+from ..registration import register_everything
 from ..exported import trace_task
 from ..tasks import TASK_TABLE, spec_of_type
 from .measure import model_inputs, static_program
@@ -54,22 +55,18 @@ def open_source(model, weights=None, overrides=(), pretrained=True):
     register_everything()
     if os.path.isfile(model):
         cfg = load_config(model, list(overrides))
+        resolve_repo_files(cfg.get("task") or {})
         origin = {"config": model}
         kind = _kind_of(cfg)
     else:
-        table = cards()
-        if model not in table:
-            from ..catalog import card
-            card(model)                                  # the unknown-model error with close names
-        entry = table[model]
-        if "config" not in entry:
-            raise SlimError(f"--model: {model} is made by a loader, not from a config; compress a model "
-                            f"that a config builds")
-        cfg = load_config(os.path.join(ROOT, entry["config"]), card_overrides(entry) + list(overrides))
+        entry = card(model)                              # an unknown name lists the close ones
+        if card_kind(entry) != "trained":
+            raise SlimError(f"--model: {model} is a {card_kind(entry)} model, not one a config trains; compress "
+                            f"a trained model")
+        cfg = card_config(entry, overrides)
         weights = weights or (checked_weights(entry) if pretrained else None)
         origin = {"model": model, "config": entry["config"], "overrides": entry.get("overrides", [])}
         kind = entry["task"]
-    resolve_repo_files(cfg.get("task") or {})
     task = runner.build_task(cfg)
     if weights:
         runner.load_weights(task.model, weights)
