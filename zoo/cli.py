@@ -15,13 +15,11 @@ from importlib import metadata
 from framework import distributed
 from framework.errors import UserError, describe_os_error
 
-from .commands import COMMANDS, Command, UsageError
-from .slim import command as compress_command
+from .commands import COMMANDS, UsageError
 
 __all__ = ["main", "build_parser", "guarded", "run_tool", "console", "one_line_warnings"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 130, 141
-COMPRESS = Command("compress", compress_command.HELP, compress_command.add_arguments, compress_command.run)
 
 
 def _version():
@@ -39,8 +37,10 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
         self._action_max_length = 14
 
 
-def build_parser(prog="oar"):
-    """The ``oar`` parser: one subcommand per entry of ``zoo.commands.COMMANDS``."""
+def build_parser(prog="oar", argv=None):
+    """The ``oar`` parser: one subcommand per entry of ``zoo.commands.COMMANDS``. With ``argv``, only the
+    command it names has its module imported and its flags declared (the others show their help line);
+    without, every command's are."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                         help="show the full traceback of an error (also OAR_DEBUG=1)")
@@ -52,10 +52,13 @@ def build_parser(prog="oar"):
     parser.add_argument("--version", action="version", version=f"oar {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     commands.required = True
-    for command in COMMANDS + [COMPRESS]:
+    chosen = None if argv is None else next((a for a in argv if not a.startswith("-")), "")
+    for command in COMMANDS:
         sub = commands.add_parser(command.name, help=command.help, description=command.help, parents=[common])
-        command.add_arguments(sub)
-        sub.set_defaults(run=command.run)
+        if chosen is None or chosen == command.name:
+            module = command.load()
+            module.add_arguments(sub)
+            sub.set_defaults(run=module.run)
     return parser
 
 
@@ -111,7 +114,7 @@ def main(argv=None, prog="oar"):
     """Run ``oar`` with ``argv`` (default ``sys.argv[1:]``); returns the exit status (never raises SystemExit)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = build_parser(prog).parse_args(argv)
+        args = build_parser(prog, argv).parse_args(argv)
     except SystemExit as stop:          # --help, --version (0) or a usage error (2), already printed
         return int(stop.code or 0)
     args.argv = argv[argv.index(args.command) + 1:]

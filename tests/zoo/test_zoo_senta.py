@@ -39,7 +39,8 @@ def reproduce_in_process(*args):
     from zoo.api import register_everything
     from zoo.cli import build_parser
     from zoo.reproduce import reproduce
-    options = build_parser().parse_args(["reproduce", *args])
+    from zoo.reproduce.options import from_args
+    options = from_args(build_parser().parse_args(["reproduce", *args]))
     register_everything()
     return reproduce(options.target, options)
 

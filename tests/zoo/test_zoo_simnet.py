@@ -48,7 +48,8 @@ def in_process(*args):
     if args[0] != "reproduce":
         return main(list(args))
     from zoo.reproduce import reproduce
-    options = build_parser().parse_args(list(args))
+    from zoo.reproduce.options import from_args
+    options = from_args(build_parser().parse_args(list(args)))
     register_everything()
     return reproduce(options.target, options)
 

@@ -166,6 +166,8 @@ def _run_one(entry, options, catalog_path, results_path):
                            "date": today})
             write_card(others[-1], catalog_path)
     metrics = ", ".join(f"{k} {v}" for k, v in updated["metrics"].items())
+    if "results_text" in outcome and outcome["results_text"] is None:
+        return [updated] + others                           # a partial rebuild writes no block
     row = (outcome.get("results_text") or
            f"| {entry['name']} | {metrics} | `oar reproduce {entry['name']}` | {minutes:.1f} min | "
            f"{machine_description()} | {updated['date']} |")
@@ -195,6 +197,12 @@ def reproduce(target, options):
         chosen = [table[target]]
     elif target == "slim":                                  # the compressed cards (zoo.reproduce.slim)
         chosen = [c for c in table.values() if c.get("compressed_from")]
+        wanted = getattr(options, "cards", None)
+        unknown = sorted(set(wanted or ()) - {c["name"] for c in chosen})
+        if unknown:
+            raise CatalogError(f"--cards: not compressed cards: {', '.join(unknown)} "
+                               f"(known: {', '.join(c['name'] for c in chosen)})")
+        chosen = [c for c in chosen if wanted is None or c["name"] in wanted]
     elif target in groups():
         chosen = [c for c in table.values() if c["task"] in groups()[target] and not c.get("compressed_from")]
     else:

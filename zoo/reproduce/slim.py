@@ -33,7 +33,7 @@ from ..slim.runtime import on_runtime
 from ..slim.source import open_source
 from . import destination, machine_description
 
-__all__ = ["reproduce_slim", "rebuild", "compressed_cards", "results_table", "main", "PADDLESLIM"]
+__all__ = ["reproduce_slim", "rebuild", "compressed_cards", "results_table", "PADDLESLIM"]
 
 # PaddleSlim's published MobileNet V1 (ImageNet) results, the anchor of the table.
 PADDLESLIM = ["uniform filter pruning: -50 % FLOPs, -1.08 top-1",
@@ -227,42 +227,13 @@ def _facts(command, minutes):
 
 def reproduce_slim(entry, options):
     """The procedure of every compressed card (module docstring); returns this card's ``metrics`` and
-    ``weights``, the other compressed cards' as ``models``, and the table as ``results_text``."""
+    ``weights``, the other compressed cards' as ``models``, and the table as ``results_text``. With
+    ``options.cards`` (``oar reproduce slim --cards …``) only those cards are rebuilt and no table is
+    written (a partial table would replace the whole one)."""
     start = datetime.datetime.now()
-    rows, models = rebuild(compressed_cards(), options)
+    wanted = getattr(options, "cards", None)
+    rows, models = rebuild([c for c in compressed_cards() if wanted is None or c["name"] in wanted], options)
     minutes = (datetime.datetime.now() - start).total_seconds() / 60
     own = models.pop(entry["name"])
-    return {**own, "models": models, "results_name": "slim",
-            "results_text": results_table(rows, _facts("oar reproduce slim", minutes))}
-
-
-def main(argv=None):
-    """``python -m zoo.reproduce.slim --cards NAME [NAME ...]``: rebuild only the named compressed cards (e.g.
-    after the model they come from was retrained), rewrite their cards and print their rows of the table."""
-    import argparse
-    import types
-    from ..api import register_everything
-    from ..catalog import write_card
-    parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--cards", nargs="+", required=True, help="compressed card names")
-    parser.add_argument("--output_root", default=os.path.join("outputs", "reproduce"),
-                        help="runs go to OUTPUT_ROOT/slim/<name> (a finished run there is reused)")
-    args = parser.parse_args(argv)
-    register_everything()
-    known = {entry["name"]: entry for entry in compressed_cards()}
-    unknown = sorted(set(args.cards) - set(known))
-    if unknown:
-        parser.error(f"not compressed cards: {', '.join(unknown)} (known: {', '.join(known)})")
-    options = types.SimpleNamespace(output_root=args.output_root, overrides=[], device=None, quiet=True,
-                                    dry_run=False)
-    start = datetime.datetime.now()
-    rows, models = rebuild([known[name] for name in args.cards], options)
-    for name, measured in models.items():
-        write_card({**known[name], **measured, "date": datetime.date.today().isoformat()})
-    minutes = (datetime.datetime.now() - start).total_seconds() / 60
-    command = "python -m zoo.reproduce.slim --cards " + " ".join(args.cards)
-    print(results_table(rows, _facts(command, minutes)))
-
-
-if __name__ == "__main__":
-    main()
+    text = None if wanted is not None else results_table(rows, _facts("oar reproduce slim", minutes))
+    return {**own, "models": models, "results_name": "slim", "results_text": text}

@@ -23,7 +23,7 @@ classes), pair-collapsed accuracy (right time-reversal pair), accuracy inside ea
 GAP/Hit@1/PERR for the multi-label models, training time, the order-blind bound of the pair-collapsed
 accuracy (:func:`video.tasks.evaluation.orderless_bound`); and the confusion matrices of TSN beside TSM
 (:func:`save_confusion_png`). ``from_runs`` evaluates ``<from_runs>/<name>/best.npz`` of earlier
-``oar train`` runs instead of training (``python -m zoo.reproduce.video --from_runs DIR``).
+``oar train`` runs instead of training (``oar reproduce video --from_runs DIR``).
 """
 import os
 
@@ -230,37 +230,7 @@ def card_updates(result):
 def reproduce_video(entry, options):
     """The catalog's reproduce function of the video cards: :func:`run`, then ``{"metrics", "weights"}`` of
     ``entry`` and, under ``"models"``, of every other video card."""
-    result = run(options)
+    result = run(options, from_runs=getattr(options, "from_runs", None))
     models = card_updates(result)
     own = models.pop(entry["name"])
     return {**own, "models": models, "results_name": "video", "results_text": result["results_text"]}
-
-
-def main(argv=None):
-    """``python -m zoo.reproduce.video --from_runs DIR``: evaluate DIR/<model>/best.npz of earlier ``oar train``
-    runs (feature_backbone, tsm, tsn, stnet, nonlocal, attention_cluster, attention_lstm, nextvlad), export
-    their weights, and rewrite the video cards and the ``video`` block of docs/RESULTS.md."""
-    import argparse
-    import datetime
-    import types
-    from ..api import register_everything
-    from ..catalog import card, write_card
-    from . import update_results
-    parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--from_runs", required=True, help="folder of finished runs, one subfolder per model")
-    args = parser.parse_args(argv)
-    register_everything()
-    options = types.SimpleNamespace(from_runs=args.from_runs, output_root=os.path.join("outputs", "reproduce"),
-                                    overrides=[], device=None, quiet=True, dry_run=False)
-    result = run(options, from_runs=args.from_runs)
-    today = datetime.date.today().isoformat()
-    for name, measured in card_updates(result).items():
-        entry = card(name)
-        write_card({**entry, "metrics": measured["metrics"], "weights": {**entry["weights"], **measured["weights"]},
-                    "date": today})
-    update_results("video", result["results_text"])
-    print(result["results_text"])
-
-
-if __name__ == "__main__":
-    main()

@@ -1,8 +1,8 @@
 """zoo.reproduce.senta, the procedure of `oar reproduce senta`: training and scoring each config, and the
 RESULTS.md table with or without the peer (the whole procedure on a small sample: tests/zoo/test_zoo_senta.py)."""
 import os
-import types
 
+from zoo.reproduce.options import ReproduceOptions
 from zoo.reproduce.senta import reproduce, results_table
 
 from ...nlp.senta.test_task import _toy_config
@@ -11,8 +11,7 @@ from ...nlp.senta.test_task import _toy_config
 def test_reproduce_trains_and_scores_each_config(tmp_path, monkeypatch):
     monkeypatch.setenv("OAR_HOME", str(tmp_path / "home"))
     config = _toy_config(tmp_path)
-    options = types.SimpleNamespace(overrides=["train.epochs=3"], device=None, output_root=str(tmp_path / "out"),
-                                    quiet=True)
+    options = ReproduceOptions("senta", overrides=["train.epochs=3"], output_root=str(tmp_path / "out"), quiet=True)
     rows = reproduce(["toy"], options, config_dir=str(config.parent))
     assert len(rows) == 1 and rows[0]["name"] == "toy" and rows[0]["input"] == "char"
     assert rows[0]["dev_acc"] == rows[0]["test_acc"] >= 0.9 and 0.9 <= rows[0]["test_macro_f1"] <= 1.0

@@ -1,13 +1,13 @@
 """zoo.reproduce.video, the orchestration of `oar reproduce video`: the cards name it, the RESULTS.md text it
 writes, the card updates it returns, and the shared runner's checkpoint choice it relies on."""
 import json
-import types
 
 import numpy
 import pytest
 
 from zoo.catalog import cards
 from zoo.reproduce import logged_train_minutes, train_checkpoint
+from zoo.reproduce.options import ReproduceOptions
 from zoo.reproduce.video import (BACKBONE_WEIGHTS, FEATURE_MODELS, FRAME_MODELS, backbone_table, bound_text,
                                  card_updates, reproduce_video, results_table)
 
@@ -66,14 +66,14 @@ def test_a_finished_run_gives_its_best_or_last_checkpoint_and_its_logged_minutes
     records = [{"step": 10, "time": 1000.0}, {"step": 20, "time": 1060.0}, {"step": 30, "time": 1120.0}]
     (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     assert logged_train_minutes(str(tmp_path)) == pytest.approx(180 / 60)
-    options = types.SimpleNamespace(output_root=str(tmp_path / "unused"), device=None, quiet=True, overrides=[])
+    options = ReproduceOptions("tsm_synth", output_root=str(tmp_path / "unused"), quiet=True)
     best, summary, minutes = train_checkpoint({}, {"name": "tsm_synth"}, options, from_run=str(tmp_path))
     assert best == str(tmp_path / chosen) and summary is None and minutes == pytest.approx(3.0)
 
 
 def test_a_folder_of_weights_without_a_training_log_has_no_minutes(tmp_path):
     (tmp_path / "best.npz").write_bytes(b"")
-    options = types.SimpleNamespace(output_root=str(tmp_path / "unused"), device=None, quiet=True, overrides=[])
+    options = ReproduceOptions("tsm_synth", output_root=str(tmp_path / "unused"), quiet=True)
     best, _, minutes = train_checkpoint({}, {"name": "tsm_synth"}, options, from_run=str(tmp_path))
     assert best == str(tmp_path / "best.npz") and minutes is None and logged_train_minutes(str(tmp_path)) is None
     assert backbone_table({"shape_acc": 0.9, "train_minutes": None}).endswith("– min.")

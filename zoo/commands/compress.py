@@ -9,9 +9,10 @@ import json
 import os
 import sys
 
-__all__ = ["add_arguments", "run", "HELP"]
+from ..usage import UsageError
+from . import flags
 
-HELP = "prune, quantise (int8) or distil a model from a config; --report counts FLOPs and parameters"
+__all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser):
@@ -21,20 +22,18 @@ def add_arguments(parser):
     parser.add_argument("--weights", help="weights for a model given as a config (default: as built)")
     parser.add_argument("--from_scratch", action="store_true",
                         help="start the model from its initial weights (a distillation student)")
-    parser.add_argument("-o", "--override", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
-                        help="override compression settings, e.g. -o prune.flops_target=0.6")
-    parser.add_argument("--output_dir", help="where to write (default: outputs/compress/<model>-<config name>)")
+    flags.overrides(parser, help="override compression settings, e.g. -o prune.flops_target=0.6")
+    flags.output_dir(parser, help="where to write (default: outputs/compress/<model>-<config name>)")
     parser.add_argument("--report", action="store_true", help="only count multiply-adds and parameters")
     parser.add_argument("--layers", action="store_true", help="with --report: each layer's multiply-adds")
-    parser.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    flags.device(parser)
+    flags.quiet(parser)
 
 
 def run(args):
     """Run ``oar compress`` on parsed ``args`` (see the module docstring)."""
     from framework import set_device
-    from .run import compress, report
-    from ..usage import UsageError
+    from ..slim.run import compress, report
     set_device(args.device)
     if args.report:
         counted = report(args.model, args.weights)

@@ -1,0 +1,63 @@
+"""``oar run NAME``: predict with a zoo model or an export directory, one line per input."""
+import argparse
+
+from ..api import RUNTIMES, load, model_card
+from ..catalog import cards
+from ..ray import add_arguments as engine_arguments, run as run_on_ray
+from ..tasks import TASK_TABLE
+from ..usage import UsageError
+from . import flags
+from .predicting import input_arguments, inputs, predict_and_write, predict_options
+
+__all__ = ["add_arguments", "run"]
+
+
+def _models_by_task():
+    """``task: name, name, …`` lines of the catalog, for ``oar run -h``."""
+    grouped = {}
+    for entry in cards().values():
+        grouped.setdefault(entry["task"], []).append(entry["name"])
+    return "\n".join(f"  {task}: {', '.join(names)}" for task, names in grouped.items())
+
+
+def add_arguments(parser):
+    parser.add_argument("name", help="a zoo model (see below, or `oar list`), or a directory `oar export` wrote")
+    input_arguments(parser)
+    flags.device(parser)
+    parser.add_argument("--runtime", choices=list(RUNTIMES), default="oar",
+                        help="run the network on oar's traced program (default) or on ONNX Runtime "
+                             "(exported once; needs the export extra)")
+    parser.add_argument("--eager", action="store_true", help="run the model eagerly instead of its traced program")
+    engine_arguments(parser)
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = "models, by task:\n" + _models_by_task() + \
+        "\n\nexamples:\n  oar run lac_pku --input_text \"今天是个好日子\"\n  oar run senta_bilstm --input_file - < reviews.txt"
+
+
+def _check_input_kind(entry, args):
+    """Refuse text for a model that reads files, and files for one that reads text, before loading it."""
+    spec = TASK_TABLE.get(entry["task"])
+    wants_paths = spec is not None and spec.kind == "file"
+    if wants_paths and not args.input_path:
+        given = "--input_text" if args.input_text else "--input_file"
+        raise UsageError(f"{entry['name']} is a {entry['task']} model: give files with --input_path, not {given}")
+    if not wants_paths and args.input_path:
+        raise UsageError(f"{entry['name']} is a {entry['task']} model: give text with --input_text or "
+                         f"--input_file, not --input_path")
+
+
+def run(args):
+    """Predict with a zoo model: one line per input (``--json``: one JSON object that echoes the input)."""
+    entry = model_card(args.name)
+    if args.eager and args.runtime != "oar":
+        raise UsageError("--eager runs oar's eager model; it does not go with --runtime onnxruntime")
+    if args.engine == "ray":                # Ray Data reads the lines (texts, or paths for a path model) and writes
+        if not args.input_file:             # the shards (zoo/ray.py)
+            raise UsageError("--engine ray reads --input_file (a path or URL with one input per line)")
+        args.json = True                    # rows are JSON: the model's own whitespace rule, as with --json
+        return run_on_ray(args, args.name, {} if args.top_k is None else
+                          predict_options(load(args.name, static=False), args, args.name))
+    _check_input_kind(entry, args)
+    given = inputs(args)                    # a missing or unreadable input file fails before the model loads
+    task = load(args.name, device=args.device, static=not args.eager, runtime=args.runtime)
+    predict_and_write(task, args, args.name, given)
