@@ -24,7 +24,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "configs"))
 BASE = os.path.join(ROOT, "_base_")
 ALL_YAML = sorted(glob.glob(os.path.join(ROOT, "**", "*.yaml"), recursive=True))
 BASES = [p for p in ALL_YAML if p.startswith(BASE + os.sep)]
-SLIM = os.path.join(ROOT, "slim")  # compression settings, not models: tests/zoo/test_compress_configs.py reads them
+SLIM = os.path.join(ROOT, "slim")  # compression settings, not models: tests/zoo/slim/test_settings.py reads them
 CONFIGS = [p for p in ALL_YAML if not p.startswith((BASE + os.sep, SLIM + os.sep))]
 
 MODEL_ONLY = {  # config path glob (relative to configs/) -> why its task is not built here

@@ -29,7 +29,7 @@ import threading
 import numpy
 from numpy.lib.stride_tricks import as_strided
 
-from .. import backend, parallel
+from .. import backend, threadpool
 
 __all__ = ["im2col", "col2im", "col2im_matmul", "group_matmul", "pad", "windows", "add_windows", "add_window", "scratch"]
 
@@ -86,7 +86,7 @@ def im2col(x, kernel, stride, padding, dilation, out, pad_value=0, into=None):
                  batch_stride, *(s * st for s, st in zip(spatial, stride))),
         writeable=False)
     target = cols.reshape(strided.shape)
-    parallel.run_chunks(lambda lo, hi: numpy.copyto(target[lo:hi], strided[lo:hi]), c, target[0].size)
+    threadpool.run_chunks(lambda lo, hi: numpy.copyto(target[lo:hi], strided[lo:hi]), c, target[0].size)
     return cols
 
 
@@ -126,17 +126,17 @@ def col2im_matmul(w_t, gy, x_shape, kernel, stride, padding, dilation, out):
 def _fold_channels_first(block, dtype, x_shape, kernel, stride, padding, dilation, out):
     """Sum ``block(i)`` (C, N, *out), the columns of the i-th kernel offset, back onto a new (N, C, *size).
 
-    Each offset's sums run over channel chunks on the threads (:mod:`framework.parallel`); every
+    Each offset's sums run over channel chunks on the threads (:mod:`framework.threadpool`); every
     element's terms are added in the same order, so the result is the same bit for bit.
     """
     n, c, *size = x_shape
-    dx = parallel.fill(scratch(numpy, "col2im_sum", (c, n, *size), dtype), 0)
+    dx = threadpool.fill(scratch(numpy, "col2im_sum", (c, n, *size), dtype), 0)
     per_channel = dx[0].size
     for index, offset in enumerate(numpy.ndindex(*kernel)):
         values = block(index)
-        parallel.run_chunks(lambda lo, hi: add_window(dx[lo:hi], values[lo:hi], offset, stride, padding, dilation,
+        threadpool.run_chunks(lambda lo, hi: add_window(dx[lo:hi], values[lo:hi], offset, stride, padding, dilation,
                                                       out), c, per_channel)
-    return parallel.copyto(numpy.empty(x_shape, dtype=dtype), dx.swapaxes(0, 1))
+    return threadpool.copyto(numpy.empty(x_shape, dtype=dtype), dx.swapaxes(0, 1))
 
 
 # ---- Window helpers, written against xp (NumPy and CuPy) ---------------------
@@ -156,8 +156,8 @@ def pad(x, padding, value):
         padded.fill(value)
         padded[interior] = x
         return padded
-    parallel.fill(padded, value)
-    parallel.copyto(padded[interior], x)
+    threadpool.fill(padded, value)
+    threadpool.copyto(padded[interior], x)
     return padded
 
 

@@ -10,7 +10,7 @@ import math
 import numpy
 from numpy.polynomial import chebyshev
 
-from .. import parallel
+from .. import threadpool
 from ..tensor import Function, OpError
 from .utils import normalize_axes, check_float
 
@@ -62,7 +62,7 @@ def _normal_cdf(xp, x):
 
 class ReLU(Function):
     def forward(self, x):
-        self.saved = y = parallel.elementwise(self.xp.maximum, x, x.dtype.type(0))
+        self.saved = y = threadpool.elementwise(self.xp.maximum, x, x.dtype.type(0))
         return y
 
     def backward(self, gy):
@@ -71,7 +71,7 @@ class ReLU(Function):
             return gy * (y > 0)
         gx = numpy.empty(gy.shape, dtype=gy.dtype)
         flat_gx, flat_gy, flat_y = gx.reshape(-1), gy.reshape(-1), y.reshape(-1)
-        parallel.run_chunks(lambda lo, hi: numpy.multiply(flat_gy[lo:hi], flat_y[lo:hi] > 0, out=flat_gx[lo:hi]),
+        threadpool.run_chunks(lambda lo, hi: numpy.multiply(flat_gy[lo:hi], flat_y[lo:hi] > 0, out=flat_gx[lo:hi]),
                             gx.size)
         return gx
 

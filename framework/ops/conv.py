@@ -14,7 +14,7 @@ import math
 
 import numpy
 
-from .. import autocast, parallel
+from .. import autocast, threadpool
 from ..kernels.im2col import im2col, col2im_matmul, group_matmul, scratch
 from ..tensor import Function, OpError
 
@@ -50,11 +50,11 @@ class ConvNd(Function):
         # in that dtype
         by_image = y.reshape(out_channels, n, -1).swapaxes(0, 1)
         if self.xp is numpy:
-            y = parallel.copyto(numpy.empty(by_image.shape, dtype=self.io_dtype), by_image)
+            y = threadpool.copyto(numpy.empty(by_image.shape, dtype=self.io_dtype), by_image)
         else:
             y = by_image.astype(self.io_dtype, order="C")
         if b is not None:
-            y = parallel.elementwise(self.xp.add, y, b.reshape(-1, 1), out=y)
+            y = threadpool.elementwise(self.xp.add, y, b.reshape(-1, 1), out=y)
         self.saved = (cols if keep else None), w, x.shape
         return y.reshape(n, out_channels, *self.out)
 
@@ -89,7 +89,7 @@ class ConvNd(Function):
         cols, w, x_shape = self.saved
         xp, groups, out_channels = self.xp, self.groups, w.shape[0]
         gy_rows = scratch(xp, "conv_grad_rows", (out_channels, gy.shape[0], math.prod(self.out)), w.dtype)
-        parallel.copyto(gy_rows, gy.reshape(gy.shape[0], out_channels, -1).swapaxes(0, 1))
+        threadpool.copyto(gy_rows, gy.reshape(gy.shape[0], out_channels, -1).swapaxes(0, 1))
         gy_rows = gy_rows.reshape(groups, out_channels // groups, -1)
         gx = gw = None
         if self.needs_input_grad[0]:

@@ -6,7 +6,7 @@ Every binary op broadcasts as NumPy does; both operands must share a dtype
 """
 import numpy
 
-from .. import parallel
+from .. import threadpool
 from ..tensor import Function, Tensor, OpError
 from .utils import as_tensor, unbroadcast
 
@@ -31,7 +31,7 @@ def _pair(x, y, op):
 class Add(Function):
     def forward(self, x, y):
         self.shapes = x.shape, y.shape
-        return parallel.elementwise(self.xp.add, x, y)
+        return threadpool.elementwise(self.xp.add, x, y)
 
     def backward(self, gy):
         return unbroadcast(gy, self.shapes[0]), unbroadcast(gy, self.shapes[1])
@@ -40,7 +40,7 @@ class Add(Function):
 class Subtract(Function):
     def forward(self, x, y):
         self.shapes = x.shape, y.shape
-        return parallel.elementwise(self.xp.subtract, x, y)
+        return threadpool.elementwise(self.xp.subtract, x, y)
 
     def backward(self, gy):
         return unbroadcast(gy, self.shapes[0]), unbroadcast(-gy, self.shapes[1])
@@ -49,13 +49,13 @@ class Subtract(Function):
 class Multiply(Function):
     def forward(self, x, y):
         self.saved = x, y
-        return parallel.elementwise(self.xp.multiply, x, y)
+        return threadpool.elementwise(self.xp.multiply, x, y)
 
     def backward(self, gy):
         x, y = self.saved
         multiply = self.xp.multiply
-        gx = unbroadcast(parallel.elementwise(multiply, gy, y), x.shape) if self.needs_input_grad[0] else None
-        gy_ = unbroadcast(parallel.elementwise(multiply, gy, x), y.shape) if self.needs_input_grad[1] else None
+        gx = unbroadcast(threadpool.elementwise(multiply, gy, y), x.shape) if self.needs_input_grad[0] else None
+        gy_ = unbroadcast(threadpool.elementwise(multiply, gy, x), y.shape) if self.needs_input_grad[1] else None
         return gx, gy_
 
 

@@ -14,7 +14,7 @@ import numpy
 
 from ..kernels.im2col import scratch
 from ..tensor import Function, Tensor, OpError
-from .. import backend, parallel
+from .. import backend, threadpool
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "normalize"]
 
@@ -33,7 +33,7 @@ class BatchNorm(Function):
         if self.fixed is None:
             count = x3.shape[0] * x3.shape[2]
             mean = _channel_total(xp, x3) / count
-            centred = parallel.elementwise(xp.subtract, x3, mean[:, None])
+            centred = threadpool.elementwise(xp.subtract, x3, mean[:, None])
             var = _channel_sum(xp, "bn_square", centred, centred) / count
             if self.running is not None:
                 self._update_running(mean, var, count)
@@ -79,15 +79,15 @@ class BatchNorm(Function):
                 count = g3.shape[0] * g3.shape[2]
                 gx = _input_grad(xp, g3, scale, source, scale * inv_std * gw / count, scale * gb / count)
             else:
-                gx = parallel.elementwise(xp.multiply, g3, scale[:, None])
+                gx = threadpool.elementwise(xp.multiply, g3, scale[:, None])
             gx = gx.reshape(gy.shape)
         return gx, gw if need_w else None, gb if need_b else None
 
 
 def _scale_shift(xp, a, scale, shift):
     """``a * scale + shift`` per channel: a (N, C, L), scale and shift (C,); chunked over the threads on NumPy."""
-    y = parallel.elementwise(xp.multiply, a, scale[:, None])
-    return parallel.elementwise(xp.add, y, shift[:, None], out=y)
+    y = threadpool.elementwise(xp.multiply, a, scale[:, None])
+    return threadpool.elementwise(xp.add, y, shift[:, None], out=y)
 
 
 def _input_grad(xp, g, scale, source, source_factor, shift):
@@ -103,7 +103,7 @@ def _input_grad(xp, g, scale, source, source_factor, shift):
         out -= shift[:, None]
 
     if xp is numpy:
-        parallel.run_chunks(block, g.shape[0], g[0].size)
+        threadpool.run_chunks(block, g.shape[0], g[0].size)
     else:
         block(0, g.shape[0])
     return gx
@@ -133,7 +133,7 @@ def _channel_sum(xp, name, a, b):
     """
     if _blas_ready(xp, a):
         total = numpy.empty(a.shape[1], dtype=a.dtype)     # per channel: chunks over channels change no bit
-        parallel.run_chunks(lambda lo, hi: numpy.einsum("ncl,ncl->c", a[:, lo:hi], b[:, lo:hi], out=total[lo:hi]),
+        threadpool.run_chunks(lambda lo, hi: numpy.einsum("ncl,ncl->c", a[:, lo:hi], b[:, lo:hi], out=total[lo:hi]),
                             a.shape[1], a.shape[0] * a.shape[2])
         return total
     return xp.multiply(a, b, out=scratch(xp, name, a.shape, a.dtype)).sum(axis=(0, 2))

@@ -11,7 +11,7 @@ import math
 
 import numpy
 
-from .. import parallel
+from .. import threadpool
 from ..kernels.im2col import add_windows, pad, windows
 from ..tensor import Function, OpError
 from .conv import conv_geometry, per_dim
@@ -37,7 +37,7 @@ class PoolNd(Function):
             y[lo:hi], index = self._pool(x[lo:hi])
             if argmax is not None:
                 argmax[lo:hi] = index
-        parallel.run_chunks(images, x.shape[0], y[0].size * math.prod(self.kernel))
+        threadpool.run_chunks(images, x.shape[0], y[0].size * math.prod(self.kernel))
         self.saved = argmax
         return y
 
@@ -72,7 +72,7 @@ class PoolNd(Function):
             add_windows(gx[lo:hi], block, self.kernel, self.stride, self.padding, (1,) * len(self.kernel), self.out)
 
         if self.xp is numpy:
-            parallel.run_chunks(images, gy.shape[0], gy[0].size * math.prod(self.kernel))
+            threadpool.run_chunks(images, gy.shape[0], gy[0].size * math.prod(self.kernel))
         else:
             images(0, gy.shape[0])
         return gx

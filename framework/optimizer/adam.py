@@ -4,7 +4,7 @@ import numbers
 
 import numpy
 
-from .. import backend, parallel
+from .. import backend, threadpool
 from .optimizer import Optimizer
 
 __all__ = ["Adam", "AdamW"]
@@ -63,13 +63,13 @@ class Adam(Optimizer):
 def _adam_in_place(p, m, v, g, lr, beta1, beta2, epsilon, t, xp):
     """Adam update number ``t`` of the arrays ``p`` (parameter), ``m``, ``v`` (moments), in place.
 
-    On NumPy the update runs over flat chunks on the threads (:mod:`framework.parallel`): it is elementwise,
+    On NumPy the update runs over flat chunks on the threads (:mod:`framework.threadpool`): it is elementwise,
     so the result is the same bit for bit.
     """
-    if xp is numpy and p.size >= 2 * parallel.MIN_CHUNK_ELEMENTS and all(
+    if xp is numpy and p.size >= 2 * threadpool.MIN_CHUNK_ELEMENTS and all(
             a.flags.c_contiguous for a in (p, m, v)):
         flat = [a.reshape(-1) for a in (p, m, v, g)]
-        parallel.run_chunks(lambda lo, hi: _adam_chunk(*(a[lo:hi] for a in flat), lr, beta1, beta2, epsilon, t,
+        threadpool.run_chunks(lambda lo, hi: _adam_chunk(*(a[lo:hi] for a in flat), lr, beta1, beta2, epsilon, t,
                                                        xp), p.size)
         return
     _adam_chunk(p, m, v, g, lr, beta1, beta2, epsilon, t, xp)

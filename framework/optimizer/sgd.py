@@ -1,7 +1,7 @@
 """Stochastic gradient descent, plain and with momentum (Paddle's formulas)."""
 import numpy
 
-from .. import backend, parallel
+from .. import backend, threadpool
 from .optimizer import Optimizer
 
 __all__ = ["SGD", "Momentum"]
@@ -53,7 +53,7 @@ class Momentum(Optimizer):
         mu, nesterov, velocity, data = group["momentum"], group["use_nesterov"], state["velocity"], param.data
         if isinstance(data, numpy.ndarray) and data.flags.c_contiguous and velocity.flags.c_contiguous:
             flat = [a.reshape(-1) for a in (data, velocity, grad)]     # elementwise: chunks change no bit
-            parallel.run_chunks(lambda lo, hi: _momentum_step(*(a[lo:hi] for a in flat), lr, mu, nesterov),
+            threadpool.run_chunks(lambda lo, hi: _momentum_step(*(a[lo:hi] for a in flat), lr, mu, nesterov),
                                 data.size)
         else:
             _momentum_step(data, velocity, grad, lr, mu, nesterov)

@@ -57,5 +57,5 @@ def test_reproduce_variants_are_checked_flags(args, fragments):
 
 def test_reproduce_slim_cards_refuses_a_card_that_is_not_compressed(tmp_path):
     code, out, err = oar("reproduce", "slim", "--cards", "senta_bow", "--dry_run", "--output_root", str(tmp_path))
-    assert_one_error_line(code, err, 1, "--cards: not compressed cards: senta_bow", "senta_bow_distilled")
+    assert_one_error_line(code, err, 2, "--cards: not compressed cards: senta_bow", "senta_bow_distilled")
     assert out == ""

@@ -48,7 +48,7 @@ SUITES = {  # benchmark name -> module whose ``run_all(quick=False)`` measures i
     "senta": "zoo.bench.senta",
     "train": "zoo.bench.train",
     "gpu": "zoo.bench.gpu",
-    "cli": "zoo.bench.cli",
+    "cli": "zoo.bench.command_line",
     "predict": "zoo.bench.predict",
     "serve": "zoo.bench.serve",
     "vision": "zoo.bench.vision",

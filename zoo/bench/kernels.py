@@ -102,13 +102,13 @@ def _crf(kind, batch, tags, repeat):
 
 def run_all(quick=False):
     """``{"machine": {...}, "threads": ..., "kernels": {name: figures}}``; see the module docstring."""
-    from framework import parallel
+    from framework import threadpool
     from framework.kernels import cpu
     repeat = 2 if quick else 5
     began = time.perf_counter()
     cpu.warmup()
     result = {"warmup_s": round(time.perf_counter() - began, 2), "machine": _machine(repeat),
-              "threads": parallel.num_threads(), "steps": STEPS, "kernels": {}}
+              "threads": threadpool.num_threads(), "steps": STEPS, "kernels": {}}
     sizes = [(128, 1), (128, 64), (192, 1), (192, 64)] if not quick else [(128, 1), (128, 8)]
     for mode in ("gru", "lstm"):
         for hidden, batch in sizes:

@@ -156,8 +156,8 @@ def _paddle_engine(path, repeat):
     python = os.environ.get("PADDLE_PY")
     if not python:
         return None
-    from framework import parallel
-    threads = str(parallel.num_threads())
+    from framework import threadpool
+    threads = str(threadpool.num_threads())
     env = {**os.environ, "OMP_NUM_THREADS": threads, "CPU_NUM": threads, "OPENBLAS_NUM_THREADS": threads}
     done = subprocess.run([python, _engine_script(), path, "--repeat", str(repeat)], env=env, check=True,
                           capture_output=True, text=True)
@@ -186,7 +186,7 @@ def bench_inference(path=None, repeat=3, models=("lac", "lac_pku"), limit=DEFAUL
     sentences written to a file): batch 1 and batch 64 over every line, for each runtime; the engine timed
     before and after oar (best of both windows); each model's ratios to the engine and to eager."""
     import zoo
-    from framework import parallel
+    from framework import threadpool
     from framework.kernels import cpu
     runtimes = _runtimes()
     with tempfile.TemporaryDirectory() as folder:
@@ -200,7 +200,7 @@ def bench_inference(path=None, repeat=3, models=("lac", "lac_pku"), limit=DEFAUL
         result = {"sentences": len(texts), "sentence_file": os.path.basename(path) if path != os.path.join(
                       folder, "sentences.txt") else f"People's Daily test split, first {limit}",
                   "mean_chars": round(sum(map(len, texts)) / max(len(texts), 1), 1),
-                  "threads": parallel.num_threads(), "kernels": "numba" if cpu.enabled() else "numpy",
+                  "threads": threadpool.num_threads(), "kernels": "numba" if cpu.enabled() else "numpy",
                   "blas": blas_info()}
         for name in models:
             result[name] = {mode: _tagger_rates(zoo.load(name, **options), texts, repeat)

@@ -162,7 +162,7 @@ def measure(threads, quick=False, only=None, repeat=3, profile=False):
     """In this process (its thread variables already set to ``threads``): seconds per step of each family,
     oar's and PyTorch's (None without PyTorch), and with ``profile`` where one more oar step's time goes
     (:func:`zoo.bench.op_profile.seconds_by_op`). Returns ``{"threads", "blas", "torch_threads", "rows"}``."""
-    from framework import parallel
+    from framework import threadpool
     torch = torch_or_none()
     if torch is not None:
         torch.set_num_threads(threads)
@@ -174,7 +174,7 @@ def measure(threads, quick=False, only=None, repeat=3, profile=False):
                       "torch_s": None if torch is None else best_time(theirs(torch), repeat=runs)}
         if profile:
             rows[name]["profile"] = seconds_by_op(ours)
-    return {"threads": threads, "oar_threads": parallel.num_threads(), "blas": blas_info(),
+    return {"threads": threads, "oar_threads": threadpool.num_threads(), "blas": blas_info(),
             "torch_threads": None if torch is None else torch.get_num_threads(), "rows": rows}
 
 

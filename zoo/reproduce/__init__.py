@@ -37,6 +37,7 @@ from framework.serialization import atomic_write
 
 from ..catalog import CATALOG_PATH, ROOT, CatalogError, cards, write_card
 from ..tasks import TASK_TABLE
+from ..usage import UsageError
 
 __all__ = ["groups", "RESULTS_PATH", "reproduce", "update_results", "destination",
            "train_and_measure", "card_config", "train_checkpoint", "logged_train_minutes", "machine_description"]
@@ -200,7 +201,7 @@ def reproduce(target, options):
         wanted = getattr(options, "cards", None)
         unknown = sorted(set(wanted or ()) - {c["name"] for c in chosen})
         if unknown:
-            raise CatalogError(f"--cards: not compressed cards: {', '.join(unknown)} "
+            raise UsageError(f"--cards: not compressed cards: {', '.join(unknown)} "
                                f"(known: {', '.join(c['name'] for c in chosen)})")
         chosen = [c for c in chosen if wanted is None or c["name"] in wanted]
     elif target in groups():

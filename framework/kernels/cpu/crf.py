@@ -147,9 +147,9 @@ _WIDTH = 16                                     # Viterbi rows padded to a multi
 
 def _over_rows(fn, n, work_per_row):
     """fn(first, last) over the rows [0, n), split over the CPU threads when the work is large enough."""
-    from ... import parallel
-    if n > 1 and parallel.num_threads() > 1:
-        parallel.run_chunks(fn, n, elements_per_index=work_per_row)
+    from ... import threadpool
+    if n > 1 and threadpool.num_threads() > 1:
+        threadpool.run_chunks(fn, n, elements_per_index=work_per_row)
     else:
         fn(0, n)
 

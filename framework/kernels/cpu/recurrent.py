@@ -209,10 +209,10 @@ def active_counts(lengths, num_steps):
 def _each_run(fn, runs):
     """fn(s) for every run s, the runs spread over the CPU threads (one direction each) when there are several;
     then each thread's BLAS GEMMs run on one thread (:func:`one_blas_thread`)."""
-    from ... import parallel
-    if runs > 1 and parallel.num_threads() > 1:
-        parallel.run_chunks(lambda start, stop: one_blas_thread(lambda: [fn(s) for s in range(start, stop)]), runs,
-                            elements_per_index=parallel.MIN_CHUNK_ELEMENTS)
+    from ... import threadpool
+    if runs > 1 and threadpool.num_threads() > 1:
+        threadpool.run_chunks(lambda start, stop: one_blas_thread(lambda: [fn(s) for s in range(start, stop)]), runs,
+                            elements_per_index=threadpool.MIN_CHUNK_ELEMENTS)
     else:
         for s in range(runs):
             fn(s)

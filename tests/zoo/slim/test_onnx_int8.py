@@ -11,7 +11,7 @@ import pytest
 from framework import jit, no_grad, to_tensor
 from framework.slim import int8
 
-from ..framework.slim.nets import SmallResNet, randomised
+from ...framework.slim.nets import SmallResNet, randomised
 
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")

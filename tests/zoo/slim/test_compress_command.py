@@ -10,7 +10,7 @@ import pytest
 from framework.config import load_config
 from zoo.cards import weighted_task
 
-from .test_cli import assert_one_error_line, oar
+from ..test_cli import assert_one_error_line, oar
 
 TINY = "configs/_test/tiny.yaml"
 PRUNE = "configs/slim/tsm_synth_prune.yaml"

@@ -1,4 +1,4 @@
-"""framework.parallel: the chunked NumPy work gives the unchunked results, bit for bit, for any thread count.
+"""framework.threadpool: the chunked NumPy work gives the unchunked results, bit for bit, for any thread count.
 
 Each op that spreads its non-GEMM work over the threads (convolution columns and their adjoint, batch norm,
 ReLU, pooling, elementwise math, the optimizers' updates, the recurrent kernels) runs here with chunks forced
@@ -16,7 +16,7 @@ import pytest
 
 import framework
 import framework.nn.functional as F
-from framework import nn, parallel
+from framework import nn, threadpool
 from framework.optimizer import Adam, Momentum
 
 THREADS = (1, 2, 3, 4)
@@ -25,17 +25,17 @@ THREADS = (1, 2, 3, 4)
 @pytest.fixture
 def small_chunks(monkeypatch):
     """Chunks of 64 elements, so that every test array is split; the thread count is restored afterwards."""
-    monkeypatch.setattr(parallel, "MIN_CHUNK_ELEMENTS", 64)
-    before = parallel.num_threads()
+    monkeypatch.setattr(threadpool, "MIN_CHUNK_ELEMENTS", 64)
+    before = threadpool.num_threads()
     yield
-    parallel.set_num_threads(before)
+    threadpool.set_num_threads(before)
 
 
 def _at_each_thread_count(fn):
     """fn() -> list of arrays, once per thread count; asserts every run equals the 1-thread one exactly."""
     results = []
     for count in THREADS:
-        parallel.set_num_threads(count)
+        threadpool.set_num_threads(count)
         results.append([numpy.asarray(a) for a in fn()])
     for count, arrays in zip(THREADS[1:], results[1:]):
         for k, (got, want) in enumerate(zip(arrays, results[0])):
@@ -45,14 +45,14 @@ def _at_each_thread_count(fn):
 
 def test_chunk_bounds_cover_the_range_once():
     for length, per, threads in ((10, 1 << 20, 3), (7, 1, 4), (1, 1 << 30, 4), (100, 1 << 16, 2)):
-        bounds = parallel.chunk_bounds(length, per, threads)
+        bounds = threadpool.chunk_bounds(length, per, threads)
         assert bounds[0][0] == 0 and bounds[-1][1] == length
         assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:])) and len(bounds) <= threads
-    assert parallel.chunk_bounds(1000, 1, 4) == [(0, 1000)]             # too small to split
+    assert threadpool.chunk_bounds(1000, 1, 4) == [(0, 1000)]             # too small to split
 
 
 def test_run_chunks_raises_a_chunks_error_after_all_finish(small_chunks):
-    parallel.set_num_threads(3)
+    threadpool.set_num_threads(3)
     seen = []
 
     def work(lo, hi):
@@ -60,24 +60,24 @@ def test_run_chunks_raises_a_chunks_error_after_all_finish(small_chunks):
         if lo > 0:
             raise KeyError(f"chunk {lo}")
     with pytest.raises(KeyError, match="chunk"):
-        parallel.run_chunks(work, 300, 64)
+        threadpool.run_chunks(work, 300, 64)
     assert sorted(seen) == [(0, 100), (100, 200), (200, 300)]
 
 
 def test_a_call_made_inside_a_chunk_runs_in_that_thread(small_chunks):
-    parallel.set_num_threads(2)
+    threadpool.set_num_threads(2)
     inner = []
 
     def outer(lo, hi):
-        parallel.run_chunks(lambda a, b: inner.append((lo, a, b)), 10, 1000)
-    parallel.run_chunks(outer, 200, 64)
+        threadpool.run_chunks(lambda a, b: inner.append((lo, a, b)), 10, 1000)
+    threadpool.run_chunks(outer, 200, 64)
     assert sorted(inner) == [(0, 0, 10), (100, 0, 10)]
 
 
 def test_a_bad_thread_count_is_refused():
     with pytest.raises(ValueError, match="positive"):
-        parallel.set_num_threads(0)
-    script = "import framework.parallel as p; p.num_threads()"
+        threadpool.set_num_threads(0)
+    script = "import framework.threadpool as p; p.num_threads()"
     result = subprocess.run([sys.executable, "-c", script], env={**os.environ, "OAR_NUM_THREADS": "two"},
                             capture_output=True, text=True)
     assert result.returncode != 0 and "OAR_NUM_THREADS must be a positive integer, got 'two'" in result.stderr
@@ -90,9 +90,9 @@ def test_elementwise_copy_and_fill_equal_numpy(small_chunks):
 
     def run():
         into = numpy.empty((6, 5, 7), dtype="float64")
-        return [parallel.elementwise(numpy.add, a, b), parallel.elementwise(numpy.multiply, a, numpy.float32(3)),
-                parallel.elementwise(numpy.maximum, strided, a), parallel.copyto(into, strided),
-                parallel.fill(numpy.empty((9, 4)), 2.5)]
+        return [threadpool.elementwise(numpy.add, a, b), threadpool.elementwise(numpy.multiply, a, numpy.float32(3)),
+                threadpool.elementwise(numpy.maximum, strided, a), threadpool.copyto(into, strided),
+                threadpool.fill(numpy.empty((9, 4)), 2.5)]
     _at_each_thread_count(run)
     got = run()
     for array, want in zip(got, (a + b, a * 3, numpy.maximum(strided, a), strided.astype("float64"),

@@ -7,7 +7,7 @@ import pytest
 
 from zoo.slim.settings import DEFAULTS, load_settings
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 CONFIGS = sorted(glob.glob(os.path.join(ROOT, "configs", "slim", "*.yaml")))
 
 
