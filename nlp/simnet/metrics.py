@@ -1,7 +1,7 @@
 """Metrics of text matching: accuracy at a threshold, AUC, pairwise ranking accuracy, accuracy per
 negative type, and the search for the threshold that maximises accuracy.
 
-:func:`pair_metrics` scores a list of :class:`~nlp.simnet.data.MatchPair`
+:func:`pair_metrics` scores a list of :class:`~nlp.simnet.pairs.MatchPair`
 given one score each (a model's or a peer's, outside the Trainer), and
 :func:`length_artefacts` measures how much trivial pair features (length
 difference, new characters) say about the label.
@@ -18,7 +18,7 @@ import numpy
 from framework.engine.metrics import Metric, to_numpy
 from framework.registry import METRICS
 
-from .data import NEG_TYPES, POSITIVE
+from .pairs import NEG_TYPES, POSITIVE
 
 __all__ = ["average_ranks", "auc", "best_threshold", "ranking_accuracy", "pair_metrics", "length_artefacts",
            "ScoredPairs", "MatchAccuracy", "MatchAUC", "NegTypeAccuracy", "RankingAccuracy", "ThresholdSearch"]

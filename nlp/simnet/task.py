@@ -57,7 +57,8 @@ from framework.registry import TASKS
 from nlp.common import TokenEncoder, build_text_tokenizer, cached_vocab, task_vocab, text_task_assets
 from nlp.data.vocab import Vocab
 
-from .data import builder_file, read_pair_file
+from .builder import builder_file
+from .pairs import read_pair_file
 from .metrics import MatchAccuracy, MatchAUC, NegTypeAccuracy, RankingAccuracy, ScoredPairs, ThresholdSearch
 
 __all__ = ["MatchingCollator", "TextMatching", "corpus_texts", "prepare_vocab"]

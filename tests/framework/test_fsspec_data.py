@@ -66,7 +66,7 @@ def test_read_over_http_and_memory(served):
 def test_dataset_file_keys_take_urls(served):
     from nlp.data.text import read_utf8_lines
     from nlp.senta.data import SentimentFile
-    from nlp.simnet.data import read_pair_file
+    from nlp.simnet.pairs import read_pair_file
     folder, base = served
     (folder / "reviews.tsv").write_text("1\t好评\n0\t太差了\n1\t不错\n", encoding="utf-8")
     assert [s["label"] for s in SentimentFile(f"{base}/reviews.tsv")] == [1, 0, 1]

@@ -57,7 +57,7 @@ def in_process(*args):
 @pytest.fixture(scope="module")
 def matching_sample():
     """The pairs of every 20th anchor of the builder's test split (skipped when its sources cannot be fetched)."""
-    from nlp.simnet.data import build_split
+    from nlp.simnet.builder import build_split
     try:
         pairs, _, _ = build_split("test", seed=0)
     except FetchError as err:

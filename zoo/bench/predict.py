@@ -49,7 +49,8 @@ def _reviews():
 
 
 def _pairs():
-    from nlp.simnet.data import builder_file, read_pair_file
+    from nlp.simnet.builder import builder_file
+    from nlp.simnet.pairs import read_pair_file
     return [(pair.text_a, pair.text_b) for pair in read_pair_file(builder_file("test.tsv"))]
 
 

@@ -29,7 +29,8 @@ from framework.engine import runner
 from framework.fetch import oar_home, sha256_of
 from framework.serialization import atomic_write, load
 from nlp.common import build_text_tokenizer
-from nlp.simnet.data import NEG_TYPES, POSITIVE, MatchingPairs
+from nlp.simnet.data import MatchingPairs
+from nlp.simnet.pairs import NEG_TYPES, POSITIVE
 from nlp.simnet.metrics import length_artefacts, pair_metrics
 from nlp.simnet.model import FLOAT32_BUFFERS
 

@@ -8,7 +8,7 @@ import pytest
 
 from nlp.data.peoples_daily import split_of
 from nlp.data.text import TextFormatError
-from nlp.simnet import data as M
+from nlp.simnet import builder as B, data as D, pairs as P
 from nlp.simnet.metrics import length_artefacts
 from nlp.simnet.synonyms import SynonymGroup, SynonymTable, parse_group, read_synonym_groups
 
@@ -58,11 +58,11 @@ def corpus(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def rewriter():
-    return M.Rewriter(SynonymTable(GROUPS), LEXICON, share=(0.3, 0.8), clause_swap=0.25)
+    return B.Rewriter(SynonymTable(GROUPS), LEXICON, share=(0.3, 0.8), clause_swap=0.25)
 
 
 def _build(corpus, rewriter, split, seed=0, copies=1):
-    return M.build_split(split, seed=seed, copies=copies, rewriter=rewriter, path=corpus)
+    return B.build_split(split, seed=seed, copies=copies, rewriter=rewriter, path=corpus)
 
 
 def tokens(text):
@@ -70,7 +70,7 @@ def tokens(text):
     out = []
     for item in text.split():
         word, tag = item.rsplit("/", 1)
-        out.append(M.Token(word, tag, M._entity_kind(word, tag)))
+        out.append(B.Token(word, tag, B._entity_kind(word, tag)))
     return out
 
 
@@ -90,7 +90,7 @@ def test_synonym_lines_parse_and_bad_lines_name_their_line(tmp_path):
 
 
 def test_rewriter_replaces_same_pos_content_words_only(rewriter):
-    no_swap = M.Rewriter(SynonymTable(GROUPS), LEXICON, share=(0.3, 0.8), clause_swap=0.0)
+    no_swap = B.Rewriter(SynonymTable(GROUPS), LEXICON, share=(0.3, 0.8), clause_swap=0.0)
     sentence = tokens("张伟/nr 认为/v ，/w 这/r 项/q 工作/vn 非常/d 重要/a ，/w 必须/d 加强/v 管理/vn 。/w")
     assert rewriter.candidates("加强", "v") == ("增强", "强化")
     assert rewriter.candidates("管理", "vn") == ("治理",) and rewriter.candidates("管理", "n") == ()
@@ -102,33 +102,33 @@ def test_rewriter_replaces_same_pos_content_words_only(rewriter):
             t.text for t in sentence if t.text not in {"非常", "重要", "加强", "管理"} or t.text in
             {u.text for u in new})                                     # only replaceable words change
         assert any(t.text in REPLACEMENTS for t in new)                # at least one does
-    again = [M._text(rewriter.rewrite(sentence, numpy.random.default_rng(3))) for _ in range(2)]
+    again = [B._text(rewriter.rewrite(sentence, numpy.random.default_rng(3))) for _ in range(2)]
     assert again[0] == again[1]
-    swapped = M._swap_clauses(tokens("甲/n ，/w 乙/n 丙/n ，/w 丁/n 。/w"), numpy.random.default_rng(0))
-    assert M._text(swapped) in ("乙丙，甲，丁。", "甲，丁，乙丙。")
+    swapped = B._swap_clauses(tokens("甲/n ，/w 乙/n 丙/n ，/w 丁/n 。/w"), numpy.random.default_rng(0))
+    assert B._text(swapped) in ("乙丙，甲，丁。", "甲，丁，乙丙。")
 
 
 def test_sentences_are_cut_after_end_marks_and_closing_quotes():
     words = "他 说 ： “ 好 。 ” 我们 走 吧 ！ 对 吗 ？".split()
-    pieces = M._cut_sentences(M._tokens(words, ["x"] * len(words)))
+    pieces = B._cut_sentences(B._tokens(words, ["x"] * len(words)))
     assert ["".join(t.text for t in p) for p in pieces] == ["他说：“好。”", "我们走吧！", "对吗？"]
-    merged = M._tokens(["江", "泽民", "１２月", "３１日", "说"], ["nr", "nr", "t", "t", "v"])
+    merged = B._tokens(["江", "泽民", "１２月", "３１日", "说"], ["nr", "nr", "t", "t", "v"])
     assert [(t.text, t.kind) for t in merged] == [("江泽民", "person"), ("１２月３１日", "date"), ("说", None)]
-    assert M._entity_kind("一", "m") is None and M._entity_kind("二十七", "m") == "number"
-    assert M._entity_kind("３．５％", "m") == "number" and M._entity_kind("现在", "t") is None
+    assert B._entity_kind("一", "m") is None and B._entity_kind("二十七", "m") == "number"
+    assert B._entity_kind("３．５％", "m") == "number" and B._entity_kind("现在", "t") is None
 
 
 # ---- negatives --------------------------------------------------------------------------------------
 def test_swap_replaces_every_occurrence_with_an_entity_of_the_same_shape():
     pool = [tuple(tokens("张伟/nr 会见/v 李强/nr 。/w")), tuple(tokens("欧阳修/nr 在/p １２月/t 说/v 。/w")),
             tuple(tokens("王芳/nr 在/p ０５月/t 说/v 。/w"))]
-    pools = M.EntityPools(pool)
+    pools = B.EntityPools(pool)
     assert pools.count("person", "张伟") == 2 and pools.count("person", "欧阳修") == 0
-    assert M.entity_shape("date", "１２月") == "DD月" and M.entity_shape("number", "二十七") == "NNN"
+    assert B.entity_shape("date", "１２月") == "DD月" and B.entity_shape("number", "二十七") == "NNN"
     sentence = tokens("张伟/nr 说/v 张伟/nr 在/p １２月/t 到/v 。/w")
     seen = set()
     for seed in range(30):
-        new = M.swap_entity(sentence, pools, numpy.random.default_rng(seed))
+        new = B.swap_entity(sentence, pools, numpy.random.default_rng(seed))
         old_new = {(a.text, b.text) for a, b in zip(sentence, new) if a.text != b.text}
         assert len(old_new) == 1
         (old, replacement), = old_new
@@ -137,16 +137,16 @@ def test_swap_replaces_every_occurrence_with_an_entity_of_the_same_shape():
             assert new[0].text == new[2].text == replacement in ("李强", "王芳")
         seen.add(replacement)
     assert seen == {"李强", "王芳", "０５月"}
-    assert M.swap_entity(tokens("他/r 说/v 。/w"), pools, numpy.random.default_rng(0)) is None
+    assert B.swap_entity(tokens("他/r 说/v 。/w"), pools, numpy.random.default_rng(0)) is None
 
 
 def test_exchange_swaps_entities_of_one_clause_but_not_a_list():
     sentence = tokens("中国/ns 向/p 美国/ns 出口/v ，/w 日本/ns 进口/v 。/w")
-    new = M.exchange_entities(sentence, numpy.random.default_rng(0))
-    assert M._text(new) == "美国向中国出口，日本进口。"
-    assert M.exchange_entities(tokens("中国/ns 和/c 美国/ns 出口/v 。/w"), numpy.random.default_rng(0)) is None
-    assert M.exchange_entities(tokens("中国/ns 、/w 美国/ns 出口/v 。/w"), numpy.random.default_rng(0)) is None
-    assert M.exchange_entities(tokens("中国/ns 出口/v ，/w 美国/ns 进口/v 。/w"), numpy.random.default_rng(0)) is None
+    new = B.exchange_entities(sentence, numpy.random.default_rng(0))
+    assert B._text(new) == "美国向中国出口，日本进口。"
+    assert B.exchange_entities(tokens("中国/ns 和/c 美国/ns 出口/v 。/w"), numpy.random.default_rng(0)) is None
+    assert B.exchange_entities(tokens("中国/ns 、/w 美国/ns 出口/v 。/w"), numpy.random.default_rng(0)) is None
+    assert B.exchange_entities(tokens("中国/ns 出口/v ，/w 美国/ns 进口/v 。/w"), numpy.random.default_rng(0)) is None
 
 
 def test_ending_keeps_the_opening_and_length_and_overlap_picks_the_closest_same_length_sentence():
@@ -155,15 +155,15 @@ def test_ending_keeps_the_opening_and_length_and_overlap_picks_the_closest_same_
                                             "甲/n 乙/n 丙/n 卯/n 辰/n 巳/n 午/n 未/n 。/w",
                                             "甲/n 乙/n 丙/n 丁/n 辰/n 巳/n 午/n 。/w"]]
     for seed in range(10):
-        made = M.splice_ending(sentences, 0, numpy.random.default_rng(seed))
-        text = M._text(made)
-        assert text.startswith("甲乙") and text.endswith("。") and len(text) == 9 and text != M._text(sentences[0])
-    index = M.OverlapIndex(sentences)
+        made = B.splice_ending(sentences, 0, numpy.random.default_rng(seed))
+        text = B._text(made)
+        assert text.startswith("甲乙") and text.endswith("。") and len(text) == 9 and text != B._text(sentences[0])
+    index = B.OverlapIndex(sentences)
     assert index.most_overlapping(0) == 2                      # 3 is more alike but a character shorter
-    assert M.OverlapIndex(sentences, max_gap=1).most_overlapping(0) == 3
-    maker = M.NegativeMaker(sentences)
+    assert B.OverlapIndex(sentences, max_gap=1).most_overlapping(0) == 3
+    maker = B.NegativeMaker(sentences)
     made = maker.make("overlap", 1, numpy.random.default_rng(0))
-    assert M._text(made) == "甲乙丙卯辰巳午未？"                 # the anchor's final mark
+    assert B._text(made) == "甲乙丙卯辰巳午未？"                 # the anchor's final mark
 
 
 # ---- whole splits -----------------------------------------------------------------------------------
@@ -175,22 +175,22 @@ def test_building_is_deterministic_for_a_seed(corpus, rewriter):
 
 
 def test_pairs_are_balanced_and_keep_their_split(corpus, rewriter):
-    for split in M.SPLITS:
+    for split in B.SPLITS:
         pairs, triples, stats = _build(corpus, rewriter, split, copies=2)
         labels = collections.Counter(p.label for p in pairs)
         assert labels[0] == labels[1] == len(triples) > 0
-        assert sum(stats[t] for t in M.NEG_TYPES if t in stats) == len(triples)
-        anchors = {M._text(s) for s in M.corpus_sentences(split, path=corpus)}
+        assert sum(stats[t] for t in P.NEG_TYPES if t in stats) == len(triples)
+        anchors = {B._text(s) for s in B.corpus_sentences(split, path=corpus)}
         own = set(PERSONS[split] + PLACES[split])
-        foreign = {e for other in M.SPLITS if other != split for e in PERSONS[other] + PLACES[other]}
+        foreign = {e for other in B.SPLITS if other != split for e in PERSONS[other] + PLACES[other]}
         for pair in pairs:
             assert pair.text_a in anchors and pair.text_a != pair.text_b
             assert not any(e in pair.text_a + pair.text_b for e in foreign)
             assert pair.text_b[-1] == pair.text_a[-1]             # negatives end like their anchor
-            assert (pair.label == 1) == (pair.neg_type == M.POSITIVE)
+            assert (pair.label == 1) == (pair.neg_type == P.POSITIVE)
         assert any(e in p.text_b for p in pairs for e in own)
     train = _build(corpus, rewriter, "train")[2]
-    assert all(train.get(t, 0) > 0 for t in M.NEG_TYPES), train
+    assert all(train.get(t, 0) > 0 for t in P.NEG_TYPES), train
 
 
 def test_trivial_features_carry_no_label(corpus, rewriter):
@@ -205,48 +205,48 @@ def test_trivial_features_carry_no_label(corpus, rewriter):
 
 
 def test_pair_and_triple_files_round_trip_and_bad_lines_name_their_line(tmp_path):
-    pairs = [M.MatchPair("甲乙", "甲乙丙", 1, "pos"), M.MatchPair("甲乙", "丁", 0, "swap")]
+    pairs = [P.MatchPair("甲乙", "甲乙丙", 1, "pos"), P.MatchPair("甲乙", "丁", 0, "swap")]
     path = str(tmp_path / "pairs.tsv")
-    M.write_pair_file(path, pairs)
-    assert M.read_pair_file(path) == pairs
+    P.write_pair_file(path, pairs)
+    assert P.read_pair_file(path) == pairs
     (tmp_path / "user.tsv").write_text("text_a\ttext_b\tlabel\n你好\t您好\t1\n\n你好\t再见\t0\n", encoding="utf-8")
-    assert M.read_pair_file(str(tmp_path / "user.tsv")) == [M.MatchPair("你好", "您好", 1, ""),
-                                                             M.MatchPair("你好", "再见", 0, "")]
+    assert P.read_pair_file(str(tmp_path / "user.tsv")) == [P.MatchPair("你好", "您好", 1, ""),
+                                                             P.MatchPair("你好", "再见", 0, "")]
     (tmp_path / "bad.tsv").write_text("你好\t您好\t1\n你好\t再见\n", encoding="utf-8")
     with pytest.raises(TextFormatError, match=r"bad.tsv:2: expected 3 or 4 tab-separated fields, found 2"):
-        M.read_pair_file(str(tmp_path / "bad.tsv"))
+        P.read_pair_file(str(tmp_path / "bad.tsv"))
     (tmp_path / "bad.tsv").write_text("你好\t您好\tyes\n", encoding="utf-8")
     with pytest.raises(TextFormatError, match=r"bad.tsv:1: the label \(third field\) must be 0 or 1, got 'yes'"):
-        M.read_pair_file(str(tmp_path / "bad.tsv"))
+        P.read_pair_file(str(tmp_path / "bad.tsv"))
     with pytest.raises(FileNotFoundError):
-        M.read_pair_file(str(tmp_path / "missing.tsv"))
+        P.read_pair_file(str(tmp_path / "missing.tsv"))
     with pytest.raises(ValueError, match="tab or line break"):
-        M.write_pair_file(path, [M.MatchPair("a\tb", "c", 1, "pos")])
-    triples = [M.Triple("q", "p", "n")]
-    M.write_triple_file(str(tmp_path / "t.tsv"), triples)
-    assert M.read_triple_file(str(tmp_path / "t.tsv")) == triples
+        P.write_pair_file(path, [P.MatchPair("a\tb", "c", 1, "pos")])
+    triples = [P.Triple("q", "p", "n")]
+    P.write_triple_file(str(tmp_path / "t.tsv"), triples)
+    assert P.read_triple_file(str(tmp_path / "t.tsv")) == triples
 
 
 def test_datasets_read_user_files_and_group_pairs_into_triples(tmp_path):
     path = tmp_path / "user.tsv"
     path.write_text("q1\tp1\t1\nq1\tn1\t0\nq1\tn2\t0\nq2\tp2\t1\nq3\tn3\t0\nq1\tp3\t1\n", encoding="utf-8")
-    pairs = M.MatchingPairs(path=str(path))
+    pairs = D.MatchingPairs(path=str(path))
     assert len(pairs) == 6 and pairs[3] == {"text_a": "q2", "text_b": "p2", "label": 1, "neg_type": "",
                                             "query_id": 1}
     assert [pairs[i]["query_id"] for i in range(6)] == [0, 0, 0, 1, 2, 0]
-    triples = M.MatchingTriples(path=str(path), max_per_query=3)
+    triples = D.MatchingTriples(path=str(path), max_per_query=3)
     assert [tuple(triples[i].values()) for i in range(len(triples))] == [("q1", "p1", "n1"), ("q1", "p1", "n2"),
                                                                          ("q1", "p3", "n1")]
     path.write_text("q1\tp1\t1\n", encoding="utf-8")
     with pytest.raises(ValueError, match="no text_a with both a positive and a negative"):
-        M.MatchingTriples(path=str(path))
+        D.MatchingTriples(path=str(path))
     with pytest.raises(ValueError, match="split must be one of"):
-        M.MatchingPairs(split="valid")
+        D.MatchingPairs(split="valid")
 
 
 def test_build_pairs_writes_every_file(corpus, rewriter, tmp_path, monkeypatch):
-    monkeypatch.setattr(M, "default_rewriter", lambda path=None: rewriter)
-    stats = M.build_pairs(str(tmp_path / "out"), seed=0, path=corpus)
+    monkeypatch.setattr(B, "default_rewriter", lambda path=None: rewriter)
+    stats = B.build_pairs(str(tmp_path / "out"), seed=0, path=corpus)
     names = sorted(os.listdir(tmp_path / "out"))
-    assert names == sorted([f"{s}{x}.tsv" for s in M.SPLITS for x in ("", "_triples")] + ["stats.json"])
-    assert len(M.read_pair_file(str(tmp_path / "out" / "dev.tsv"))) == 2 * stats["dev"]["anchors"]
+    assert names == sorted([f"{s}{x}.tsv" for s in B.SPLITS for x in ("", "_triples")] + ["stats.json"])
+    assert len(P.read_pair_file(str(tmp_path / "out" / "dev.tsv"))) == 2 * stats["dev"]["anchors"]

@@ -1,5 +1,5 @@
 """nlp.simnet.metrics on scored pairs outside the Trainer: metrics by negative type, artefact checks."""
-from nlp.simnet.data import MatchPair
+from nlp.simnet.pairs import MatchPair
 from nlp.simnet.metrics import length_artefacts, pair_metrics
 
 PAIRS = [MatchPair("今天天气很好", "今日天气很好", 1, "pos"), MatchPair("今天天气很好", "明天天气很好", 0, "swap"),

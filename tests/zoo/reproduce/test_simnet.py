@@ -3,7 +3,7 @@ small sample: tests/zoo/test_zoo_simnet.py)."""
 import numpy
 import pytest
 
-from nlp.simnet.data import MatchPair
+from nlp.simnet.pairs import MatchPair
 from nlp.simnet.metrics import pair_metrics
 from zoo.reproduce.peers import matching_tfidf_peer
 from zoo.reproduce.simnet import SIMNET_MODELS, results_table, split_pairs
