@@ -94,24 +94,24 @@ def lp_normalize(g, node, inputs):
 @converts(TemporalShift)
 def temporal_shift(g, node, inputs):
     """Frames (N*T, C, *spatial) viewed as (N, T, C, *spatial): channels [0, c1) from frame t-1 and [c1, c2) from
-    frame t+1 (zero past the clip's ends), the rest unchanged; Slice + Pad + Concat."""
-    x, rank = inputs[0], g.rank(node.inputs[0])
-    segments = int(node.attrs["num_segments"])
-    channels = g.program.spec(node.inputs[0]).shape[1]
+    frame t+1 (zero past the clip's ends), the rest unchanged; Slice + Pad + Concat. The views' shapes come from
+    the traced shape (the inputs' sizes), not from a Shape of ``x``, so an int8 model keeps ``x`` int8."""
+    x = inputs[0]
+    frames = list(g.program.spec(node.inputs[0]).shape)
+    rank, segments = len(frames), int(node.attrs["num_segments"])
+    channels = frames[1]
     c1, c2 = shift_folds(channels, node.attrs["shift_ratio"])
-    rest = g.slice(g.op("Shape", [x]), [1], [rank], [0])
-    clips = g.op("Reshape", [x, g.op("Concat", [g.ints([-1, segments]), rest], axis=0)])
-    zero = g.scalar_like(node, 0)
+    clips = g.op("Reshape", [x, g.shape([-1, segments] + frames[1:])])
 
     def shifted(lo, hi, later):
         """Channels [lo, hi) taken from frame t+1 (``later``) or t-1, zero-padded in time."""
         part = g.slice(clips, [1 if later else 0, lo], [None if later else -1, hi], [1, 2])
         widths = [0] * (rank + 1) * 2
         widths[(rank + 1) + 1 if later else 1] = 1
-        return g.op("Pad", [part, g.ints(widths), zero])
+        return g.op("Pad", [part, g.ints(widths)])
 
     parts = ([shifted(0, c1, False)] if c1 else []) + ([shifted(c1, c2, True)] if c2 > c1 else [])
     if c2 < channels:
         parts.append(g.slice(clips, [c2], [None], [2]))
     out = parts[0] if len(parts) == 1 else g.op("Concat", parts, axis=2)
-    return g.op("Reshape", [out, g.op("Shape", [x])])
+    return g.op("Reshape", [out, g.shape([-1] + frames[1:])])

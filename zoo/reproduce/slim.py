@@ -20,14 +20,13 @@ import os
 import shutil
 import tempfile
 
-from framework import jit
 from framework.engine import runner
 from framework.fetch import sha256_of
 from framework.onnx import OnnxProgram, export
 
 from ..catalog import ROOT, cards
 from ..cards import card_config, weighted_task
-from ..slim.measure import model_inputs, speed, static_program, test_metrics
+from ..slim.measure import export_program, model_inputs, speed, static_program, test_metrics
 from ..slim.run import compress, report
 from ..slim.runtime import on_runtime
 from ..slim.source import open_source
@@ -80,7 +79,7 @@ def _inputs(task, cfg):
 
 def _float_onnx(task, example, folder):
     path = os.path.join(folder, "model.onnx")
-    export(jit.trace(task.model, example, dynamic_axes=task.dynamic_axes), path)
+    export(export_program(task, example), path)
     return path
 
 

@@ -3,6 +3,8 @@
 - :func:`model_inputs`: the arrays a task's model is called with for a batch
   (recorded from ``task.predict_batch``), the inputs a traced program and an
   ONNX model take;
+- :func:`static_program`, :func:`export_program`: the traced program of the
+  static path (exact passes) and the one exported to ONNX (batch norm folded);
 - :func:`timed`: median wall time of calls (after a warm-up), never asserted on;
 - :func:`speed`: batch-1 latency (ms, median over the first ``n`` single
   examples) and batch-64 throughput (examples/s) of a callable on those inputs;
@@ -16,7 +18,7 @@ from framework.engine import runner
 from framework.engine.task import to_tensors
 from framework.tensor import Tensor
 
-__all__ = ["model_inputs", "timed", "speed", "test_metrics", "static_program"]
+__all__ = ["model_inputs", "timed", "speed", "test_metrics", "static_program", "export_program"]
 
 
 class _Recorder:
@@ -47,6 +49,12 @@ def model_inputs(task, batch):
 def static_program(task, inputs):
     """The model traced (exact passes) on ``inputs`` with the task's dynamic axes: oar's static path."""
     return jit.trace(task.model, inputs, dynamic_axes=task.dynamic_axes, passes=jit.EXACT_PASSES)
+
+
+def export_program(task, inputs):
+    """The model traced on ``inputs`` with every graph pass (batch norm folded into the convolutions before
+    it): what the float ONNX models are exported from, so ONNX Runtime's quantiser sees no batch norm."""
+    return jit.trace(task.model, inputs, dynamic_axes=task.dynamic_axes)
 
 
 def timed(call, args, repeats):

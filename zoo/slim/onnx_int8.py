@@ -9,7 +9,11 @@ with ``onnxruntime.quantization`` on the same calibration batches:
 - ``static`` (convolution models): QDQ format, int8 weights per output channel
   (symmetric), uint8 activations per tensor, calibrated with the method of the
   config (abs-max -> MinMax, KL -> Entropy, percentile -> Percentile); ONNX Runtime
-  then runs ``QLinearConv``/``QLinearMatMul``-style int8 kernels;
+  then runs ``QLinearConv``/``QLinearMatMul``-style int8 kernels. Its quantiser
+  leaves a zero ``Pad`` (the temporal shift's) in float between a
+  ``DequantizeLinear`` and a ``QuantizeLinear`` of the same scale, which ONNX
+  Runtime keeps as three ops; :func:`int8_pads` makes it one ``Pad`` of the uint8
+  tensor with the zero point as its value, so activations stay int8 through it;
 - ``dynamic`` (recurrent models): int8 weights, activations quantised per call;
   ONNX Runtime turns ``LSTM`` into its int8 ``DynamicQuantizeLSTM`` and the
   matmuls into integer matmuls. It has no int8 GRU.
@@ -20,10 +24,12 @@ import os
 import shutil
 import sys
 
+import numpy
+
 from framework.onnx.errors import reading_model
 from framework.onnx.runtime import sidecar_path
 
-__all__ = ["quantize_onnx", "METHODS"]
+__all__ = ["quantize_onnx", "int8_pads", "METHODS"]
 
 METHODS = {"abs_max": "MinMax", "kl": "Entropy", "percentile": "Percentile"}
 
@@ -61,3 +67,54 @@ def _quantize(q, float_path, int8_path, mode, feeds, method):
         q.quantize_static(float_path, int8_path, _reader(list(feeds)), quant_format=q.QuantFormat.QDQ, per_channel=True,
                           activation_type=q.QuantType.QUInt8, weight_type=q.QuantType.QInt8,
                           calibrate_method=getattr(q.CalibrationMethod, METHODS[method]))
+        import onnx
+        model = onnx.load(int8_path)
+        if int8_pads(model):
+            onnx.save(model, int8_path)
+
+
+def _requantised_pad(pad, producer, readers, arrays):
+    """``(dq, q)`` when ``pad`` is a constant-mode zero Pad between a DequantizeLinear and a QuantizeLinear (its
+    only reader) of one per-tensor scale and zero point, else None."""
+    mode = next((a.s for a in pad.attribute if a.name == "mode"), b"constant")
+    value = pad.input[2] if len(pad.input) > 2 else ""
+    if mode != b"constant" or (value and (value not in arrays or arrays[value].any())):
+        return None
+    dq, after = producer.get(pad.input[0]), readers.get(pad.output[0], [])
+    if dq is None or dq.op_type != "DequantizeLinear" or len(after) != 1 or after[0].op_type != "QuantizeLinear":
+        return None
+    q = after[0]
+    if len(dq.input) < 3 or len(q.input) < 3 or arrays.get(dq.input[2], numpy.zeros(2)).size != 1:
+        return None
+    same = all(a in arrays and b in arrays and numpy.array_equal(arrays[a], arrays[b])
+               for a, b in zip(dq.input[1:3], q.input[1:3]))
+    return (dq, q) if same else None
+
+
+def int8_pads(model):
+    """Rewrite, in place, each ``DequantizeLinear -> Pad(zero) -> QuantizeLinear`` of one scale and zero point
+    into a ``Pad`` of the quantised tensor by its zero point (the int8 code of 0.0); returns how many."""
+    from onnx import numpy_helper
+    graph = model.graph
+    arrays = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    producer = {name: node for node in graph.node for name in node.output}
+    readers = {}
+    for node in graph.node:
+        for name in node.input:
+            readers.setdefault(name, []).append(node)
+    outputs, dropped, count = {o.name for o in graph.output}, [], 0
+    for pad in [node for node in graph.node if node.op_type == "Pad"]:
+        found = _requantised_pad(pad, producer, readers, arrays)
+        if found is None:
+            continue
+        dq, q = found
+        inputs = [dq.input[0], pad.input[1], dq.input[2]]
+        del pad.input[:]
+        pad.input.extend(inputs)
+        pad.output[0] = q.output[0]
+        readers[dq.output[0]].remove(pad)
+        dropped += [q] + ([dq] if not readers[dq.output[0]] and dq.output[0] not in outputs else [])
+        count += 1
+    for node in dropped:
+        graph.node.remove(node)
+    return count

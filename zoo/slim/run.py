@@ -21,7 +21,7 @@ from framework.slim import profile, save_compressed
 from framework import onnx as fonnx
 
 from . import strategies
-from .measure import model_inputs, static_program, test_metrics
+from .measure import export_program, model_inputs, test_metrics
 from .onnx_int8 import quantize_onnx
 from .settings import load_settings
 from .source import batches_of, open_source, traced
@@ -80,12 +80,13 @@ def compress(config, model, output_dir, overrides=(), weights=None, from_scratch
 
 
 def _onnx_files(source, settings, output_dir):
-    """Float and ONNX Runtime int8 models of the source's (unquantised) network; returns their sizes."""
+    """Float (batch norm folded) and ONNX Runtime int8 models of the source's (unquantised) network; returns
+    their sizes."""
     float_source = open_source(source.origin.get("model") or source.origin["config"])
     batches = batches_of(float_source, settings["calibration_split"], settings["calibration_samples"],
                          "quant.calibration")
     inputs = [model_inputs(float_source.task, b) for b in batches]
-    program = static_program(float_source.task, tuple(a[:1] for a in inputs[0]))
+    program = export_program(float_source.task, tuple(a[:1] for a in inputs[0]))
     float_path = os.path.join(output_dir, "model.onnx")
     fonnx.export(program, float_path)
     names = [spec.name for spec in program.inputs]

@@ -3,6 +3,7 @@ import numpy
 
 from framework import nn
 from framework.nn import functional as F
+from framework.ops.temporal import temporal_shift
 
 
 class Block(nn.Layer):
@@ -29,6 +30,22 @@ class SmallResNet(nn.Layer):
 
     def forward(self, x):
         x = self.block2(self.block1(F.relu(self.bn(self.stem(x)))))
+        return self.fc(self.pool(x).reshape([x.shape[0], -1]))       # (N, C, 1, 1) -> (N, C)
+
+
+class ShiftNet(nn.Layer):
+    """(N, segments, 3, H, W) clips -> (N * segments, classes): conv, temporal shift, conv, pool, head on each
+    frame (TSM's shift between two convolutions)."""
+
+    def __init__(self, segments=2, width=8, classes=5):
+        super().__init__()
+        self.segments = segments
+        self.conv1, self.conv2 = nn.Conv2D(3, width, 3, padding=1), nn.Conv2D(width, width, 3, padding=1)
+        self.pool, self.fc = nn.AdaptiveAvgPool2D(1), nn.Linear(width, classes)
+
+    def forward(self, x):
+        x = x.reshape([-1, *x.shape[2:]])                                # (N, T, 3, H, W) -> (N * T, 3, H, W)
+        x = F.relu(self.conv2(temporal_shift(F.relu(self.conv1(x)), self.segments)))
         return self.fc(self.pool(x).reshape([x.shape[0], -1]))       # (N, C, 1, 1) -> (N, C)
 
 
