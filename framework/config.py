@@ -44,13 +44,20 @@ class ConfigError(UserError, ValueError):
     """A config cannot be loaded or does not fit what reads it; the message says what and where."""
 
 
-def load_config(path, overrides=None):
+def load_config(path, overrides=None, bases=True):
     """Load the YAML config at ``path`` with its ``_base_`` chain, then apply ``overrides``.
 
     ``overrides`` is a list of ``"dotted.key=value"`` strings (see :func:`parse_overrides`);
     ``"${a.b}"`` references are resolved after them (:func:`resolve_references`).
+    ``bases=False`` reads a resolved config (a run directory's or an export's ``config.yaml``, data that may
+    come from elsewhere): a ``_base_`` in it is refused rather than followed to another file.
     Returns a plain dict with ``"_source_"`` set to ``path``.
     """
+    if not bases:
+        data = _read_yaml(os.fspath(path), referrer=None)
+        if "_base_" in data:
+            raise ConfigError(f"{path}: a run's resolved config cannot name a _base_ (it holds every section "
+                              f"itself); refusing to read other files through it")
     cfg = _load_file(os.fspath(path), chain=(), referrer=None)
     if overrides:
         cfg = apply_overrides(cfg, overrides)

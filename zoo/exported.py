@@ -195,7 +195,7 @@ def _loaded_task(directory, manifest, paths):
     """The eager task of an export: built from its config and weights (plain or compressed), or, for an
     official model, by the zoo's loader that the catalog card of the export's name names."""
     if manifest["kind"] != "official":
-        cfg = run_config(load_config(paths["config"]), directory)
+        cfg = run_config(load_config(paths["config"], bases=False), directory)
         return weighted_task(cfg, paths["weights"], manifest["kind"])
     entry = card(manifest["name"])
     if card_kind(entry) != "official":

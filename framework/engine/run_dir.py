@@ -189,7 +189,7 @@ def run_config(cfg, output_dir):
     path = os.path.join(output_dir, RUN_CONFIG)
     if not os.path.isfile(path):
         return cfg
-    run = load_config(path)
+    run = load_config(path, bases=False)
     for section in ("task", "model"):
         if not isinstance(run.get(section), dict):
             raise ConfigError(f"{path}: missing section '{section}' (not a run's config?)")

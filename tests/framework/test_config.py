@@ -53,6 +53,16 @@ def test_bases_merge_in_list_order(tmp_path):
     assert load_config(path)["train"] == {"epochs": 2, "seed": 1}
 
 
+def test_a_resolved_config_read_without_bases_refuses_a_base(tmp_path):
+    (tmp_path / "base.yaml").write_text("model: {hidden: 8}\n")
+    (tmp_path / "run.yaml").write_text("_base_: base.yaml\ntask: {type: T}\n")
+    (tmp_path / "plain.yaml").write_text("task: {type: T}\n")
+    assert load_config(tmp_path / "run.yaml")["model"] == {"hidden": 8}
+    assert load_config(tmp_path / "plain.yaml", bases=False)["task"] == {"type": "T"}
+    with pytest.raises(ConfigError, match=r"run.yaml: a run's resolved config cannot name a _base_"):
+        load_config(tmp_path / "run.yaml", bases=False)
+
+
 def test_merge_rules_and_no_mutation():
     base = {"a": {"x": 1, "y": [1, 2]}, "b": 1}
     override = {"a": {"y": [3]}, "c": {"_delete_": True, "z": 1}}

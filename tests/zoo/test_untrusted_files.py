@@ -107,6 +107,20 @@ def test_a_reordered_vocabulary_is_refused_even_when_the_manifest_vouches_for_it
     assert_one_error_line(code, err, 1, os.path.join(folder, "vocab.txt"), "assets.json")
 
 
+def test_a_config_in_an_export_cannot_pull_in_other_files_through_base(export, tmp_path):
+    """A resolved config holds every section itself: a ``_base_`` in it is refused, not followed (here to a
+    file outside the export), even when the manifest vouches for the edited config."""
+    folder = _copy(export, tmp_path)
+    outside = tmp_path / "outside.yaml"
+    outside.write_text("task: {type: Sentiment}\n", encoding="utf-8")
+    with open(os.path.join(folder, "config.yaml"), "rb") as f:
+        config = f.read()
+    _replace(folder, "config.yaml", config + f"\n_base_: [{outside}]\n".encode())
+    code, out, err = oar("run", folder, "--input_text", TEXT)
+    assert_one_error_line(code, err, 1, os.path.join(folder, "config.yaml"), "_base_")
+    assert out == ""
+
+
 @pytest.mark.parametrize("edit, fragment", [
     (lambda m: m["files"].__setitem__("../outside.txt", "0" * 64), "outside"),
     (lambda m: m["files"].__setitem__("/etc/hostname", "0" * 64), "not a file name inside"),
