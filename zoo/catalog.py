@@ -42,10 +42,18 @@ class CatalogError(UserError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+# libyaml's parser where PyYAML was built with it (its wheels are): the catalog is read on every load, 10x faster
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _entries(path):
+    with open(path, encoding="utf-8") as f:
+        return yaml.load(f, Loader=_LOADER) or []
+
+
 def cards(path=CATALOG_PATH):
     """All cards, in catalog order, as a dict name -> card (plain dicts)."""
-    with open(path, encoding="utf-8") as f:
-        entries = yaml.safe_load(f) or []
+    entries = _entries(path)
     table = {}
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict) or "name" not in entry or "task" not in entry:
@@ -82,8 +90,7 @@ def card(name, path=CATALOG_PATH):
 
 def write_card(updated, path=CATALOG_PATH):
     """Replace the card of the same name in the catalog file (atomic write)."""
-    with open(path, encoding="utf-8") as f:
-        entries = yaml.safe_load(f) or []
+    entries = _entries(path)
     names = [e["name"] for e in entries]
     if updated["name"] in names:
         entries[names.index(updated["name"])] = updated

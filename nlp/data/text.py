@@ -52,15 +52,20 @@ def read_utf8_lines(path):
     leading byte-order mark are dropped; a final newline does not make an extra
     empty line. Invalid UTF-8 raises :class:`TextFormatError` naming the file and line.
     """
-    lines = read_utf8(path).split("\n")
+    text = read_utf8(path)
+    lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
+    if "\r" not in text:
+        return lines
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 def check_unique_lines(path, lines, item="word"):
     """Raise :class:`TextFormatError` naming ``path`` and the line when one of ``lines`` (one ``item`` each,
     as read from the file) is empty or repeats an earlier line; returns ``lines``."""
+    if len(set(lines)) == len(lines) and all(lines):         # the common case, checked at C speed
+        return lines
     seen = {}
     for number, line in enumerate(lines, start=1):
         if not line:

@@ -134,6 +134,28 @@ class _CompileNotice(event.Listener):
 
 event.register("numba:compile", _CompileNotice())
 
+
+def _load_cpu_target_without_scipy():
+    """Load Numba's CPU typing and lowering registries now, with ``scipy.linalg`` hidden when nothing imported it.
+
+    On its first use (a compile, or a load from the cache) Numba's CPU target imports ``numba.np.arraymath``,
+    which imports ``scipy.linalg`` only to learn whether ``np.dot`` inside a kernel may call a BLAS: 0.3 s of a
+    fresh process's first call wherever SciPy is installed. The kernels here call the BLAS through
+    :func:`gemm`, never ``np.dot``, so that answer is not needed; SciPy stays importable afterwards.
+    """
+    hidden = "scipy.linalg" not in sys.modules
+    if hidden:
+        sys.modules["scipy.linalg"] = None          # an import of it raises ImportError while hidden
+    try:
+        from numba.core.registry import cpu_target
+        cpu_target.target_context.refresh()
+    finally:
+        if hidden:
+            del sys.modules["scipy.linalg"]
+
+
+_load_cpu_target_without_scipy()
+
 FASTMATH_SAFE = {"nsz", "arcp", "contract", "afn", "reassoc"}   # fastmath without assuming no inf / NaN
 
 
