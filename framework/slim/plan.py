@@ -15,13 +15,19 @@ as :func:`~framework.slim.prune.kept_channels` rounds them).
   the smallest budget whose plan meets the target; that plan's ratios are then scaled down together
   as far as the target allows (several layers may share the smallest budget).
 
+With ``multiple`` > 1 every group whose size is a multiple of it keeps a multiple
+of ``multiple`` channels (:func:`aligned`): blocked CPU kernels (ONNX Runtime's
+NCHWc convolutions, 16 channels a block on AVX-512) run a width that is not a
+multiple of their block on a slower path or padded up to the next one, so an odd
+width removes multiply-adds without removing time.
+
 An unreachable target is a SlimError naming the setting and the best reachable reduction.
 """
 import numpy
 
 from .errors import SlimError
 
-__all__ = ["pruned_macs", "uniform_plan", "sensitivity_plan", "allowed_ratio"]
+__all__ = ["pruned_macs", "uniform_plan", "sensitivity_plan", "allowed_ratio", "aligned"]
 
 
 def _keep_fraction(group, ratio):
@@ -41,6 +47,22 @@ def pruned_macs(costs, groups, plan):
                for c in costs)
 
 
+def aligned(groups, plan, multiple=1):
+    """``plan`` with the ratio of each group whose size is a multiple of ``multiple`` moved to the nearest one
+    keeping a multiple of ``multiple`` channels (at least ``multiple``); ratios that become 0 are dropped."""
+    if multiple <= 1:
+        return dict(plan)
+    sizes, result = {g.name: g.size for g in groups}, {}
+    for name, ratio in plan.items():
+        size = sizes[name]
+        if size % multiple == 0:
+            keep = max(multiple, int(round(size * (1.0 - ratio) / multiple)) * multiple)
+            ratio = round(1.0 - keep / size, 6)
+        if ratio > 0:
+            result[name] = ratio
+    return result
+
+
 def _reduction(costs, groups, plan):
     return 1.0 - pruned_macs(costs, groups, plan) / sum(c.macs for c in costs)
 
@@ -50,18 +72,20 @@ def _unreachable(setting, target, best, how):
                      f"{best:.1%}")
 
 
-def uniform_plan(costs, groups, target, max_ratio=0.9, setting="prune.flops_target"):
+def uniform_plan(costs, groups, target, max_ratio=0.9, setting="prune.flops_target", multiple=1):
     """``{group name: ratio}``: the smallest ratio (to 1e-4) over every prunable group of ``groups`` that removes
-    at least ``target`` (a fraction) of the multiply-adds, at most ``max_ratio``."""
+    at least ``target`` (a fraction) of the multiply-adds, at most ``max_ratio`` (each :func:`aligned` to
+    ``multiple``)."""
     names = [g.name for g in groups if g.prunable]
-    best = _reduction(costs, groups, dict.fromkeys(names, max_ratio))
+    uniform = lambda ratio: aligned(groups, dict.fromkeys(names, ratio), multiple)       # noqa: E731
+    best = _reduction(costs, groups, uniform(max_ratio))
     if best < target:
         raise _unreachable(setting, target, best, f"pruning every prunable layer by {max_ratio:g}")
     lo, hi = 0.0, max_ratio
     while hi - lo > 1e-4:
         mid = round((lo + hi) / 2, 6)
-        lo, hi = (lo, mid) if _reduction(costs, groups, dict.fromkeys(names, mid)) >= target else (mid, hi)
-    return dict.fromkeys(names, hi)
+        lo, hi = (lo, mid) if _reduction(costs, groups, uniform(mid)) >= target else (mid, hi)
+    return uniform(hi)
 
 
 def allowed_ratio(drops, budget):
@@ -77,11 +101,13 @@ def allowed_ratio(drops, budget):
     return lo + (hi - lo) * ((budget - losses[i - 1]) / span if span > 0 else 0.0)
 
 
-def sensitivity_plan(costs, groups, sensitivities, target, setting="prune.flops_target"):
+def sensitivity_plan(costs, groups, sensitivities, target, setting="prune.flops_target", multiple=1):
     """``{group name: ratio}`` from ``sensitivities`` (``{group name: {ratio: metric drop}}``) meeting
-    ``target`` with the smallest metric-drop budget (module docstring)."""
+    ``target`` with the smallest metric-drop budget (module docstring), each ratio :func:`aligned` to
+    ``multiple``."""
     def plan_for(budget):
-        return {name: round(allowed_ratio(drops, budget), 4) for name, drops in sensitivities.items()}
+        return aligned(groups, {name: round(allowed_ratio(drops, budget), 4)
+                                for name, drops in sensitivities.items()}, multiple)
 
     top = max((max(d.values()) for d in sensitivities.values() if d), default=0.0)
     worst = plan_for(max(top, 0.0) + 1.0)
@@ -93,11 +119,12 @@ def sensitivity_plan(costs, groups, sensitivities, target, setting="prune.flops_
         mid = (lo + hi) / 2
         lo, hi = (lo, mid) if _reduction(costs, groups, plan_for(mid)) >= target else (mid, hi)
     plan = plan_for(hi)
+    scaled = lambda factor: aligned(groups, _scaled(plan, factor), multiple)          # noqa: E731
     lo_f, hi_f = 0.0, 1.0                        # the budget's plan may overshoot: scale it down to the target
     for _ in range(30):
         mid = (lo_f + hi_f) / 2
-        lo_f, hi_f = (lo_f, mid) if _reduction(costs, groups, _scaled(plan, mid)) >= target else (mid, hi_f)
-    return {name: ratio for name, ratio in _scaled(plan, hi_f).items() if ratio > 0}
+        lo_f, hi_f = (lo_f, mid) if _reduction(costs, groups, scaled(mid)) >= target else (mid, hi_f)
+    return {name: ratio for name, ratio in scaled(hi_f).items() if ratio > 0}
 
 
 def _scaled(plan, factor):

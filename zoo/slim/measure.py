@@ -6,6 +6,8 @@
 - :func:`static_program`, :func:`export_program`: the traced program of the
   static path (exact passes) and the one exported to ONNX (batch norm folded);
 - :func:`timed`: median wall time of calls (after a warm-up), never asserted on;
+- :func:`best_of`: the shortest time of each of several calls run in turn,
+  round after round (interleaved, so a loaded machine slows them alike);
 - :func:`speed`: batch-1 latency (ms, median over the first ``n`` single
   examples) and batch-64 throughput (examples/s) of a callable on those inputs;
 - :func:`test_metrics`: the task's metrics on its config's test split.
@@ -18,7 +20,7 @@ from framework.engine import runner
 from framework.engine.task import to_tensors
 from framework.tensor import Tensor
 
-__all__ = ["model_inputs", "timed", "speed", "test_metrics", "static_program", "export_program"]
+__all__ = ["model_inputs", "timed", "best_of", "speed", "test_metrics", "static_program", "export_program"]
 
 
 class _Recorder:
@@ -66,6 +68,20 @@ def timed(call, args, repeats):
         call(*args)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def best_of(calls, rounds):
+    """``{name: shortest seconds}`` of ``calls`` (``{name: (call, args)}``), each called once to warm up, then
+    all in turn for ``rounds`` rounds."""
+    best = {}
+    for call, args in calls.values():
+        call(*args)
+    for _ in range(rounds):
+        for name, (call, args) in calls.items():
+            start = time.perf_counter()
+            call(*args)
+            best[name] = min(best.get(name, float("inf")), time.perf_counter() - start)
+    return best
 
 
 def speed(call, singles, batch, repeats=20):

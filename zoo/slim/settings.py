@@ -4,7 +4,7 @@
 
     strategy: prune | quant | distill
     prune:    {mode: sensitivity | uniform, flops_target: 0.5, ratio: null, ratios: [...], max_ratio: 0.9,
-               dev_split: eval, dev_samples: 120, layers: null}
+               dev_split: eval, dev_samples: 120, layers: null, channel_multiple: 1}
     quant:    {activation: kl | abs_max | percentile, calibration_split: train, calibration_samples: 256,
                onnx: static | dynamic}
     distill:  {teacher: best | NAME, inputs: [ids, lengths], label: label, temperature: 4.0, alpha: 0.7,
@@ -13,7 +13,7 @@
 
 Unknown keys, values of the wrong type and numbers outside their setting's range
 (one rule per setting, :data:`RANGES`: ratios and targets in (0, 1), sample
-counts at least 1, ``alpha`` in [0, 1], a positive temperature) are one error
+counts and ``channel_multiple`` at least 1, ``alpha`` in [0, 1], a positive temperature) are one error
 naming the key and the file.
 """
 from framework.config import SOURCE_KEY, check_keys, check_type, load_config
@@ -25,20 +25,20 @@ __all__ = ["STRATEGIES", "DEFAULTS", "RANGES", "load_settings"]
 DEFAULTS = {
     "prune": {"mode": "sensitivity", "criterion": "l1_norm", "flops_target": 0.5, "ratio": None,
               "ratios": [0.2, 0.4, 0.6, 0.8], "max_ratio": 0.9, "dev_split": "eval", "dev_samples": 120,
-              "layers": None},
+              "layers": None, "channel_multiple": 1},
     "quant": {"activation": "kl", "calibration_split": "train", "calibration_samples": 256, "onnx": "static"},
     "distill": {"teacher": "best", "inputs": ["ids", "lengths"], "label": "label", "temperature": 4.0,
                 "alpha": 0.7, "features": []},
 }
 STRATEGIES = tuple(DEFAULTS)
 _TYPES = {"mode": str, "criterion": str, "flops_target": float, "ratio": float, "ratios": list, "max_ratio": float,
-          "dev_split": str, "dev_samples": int, "layers": list, "activation": str, "calibration_split": str,
+          "dev_split": str, "dev_samples": int, "layers": list, "channel_multiple": int, "activation": str, "calibration_split": str,
           "calibration_samples": int, "onnx": str, "teacher": str, "inputs": list, "label": str,
           "temperature": float, "alpha": float, "features": list}
 _CHOICES = {"mode": ("sensitivity", "uniform"), "criterion": ("l1_norm",), "onnx": ("static", "dynamic")}
 # The numbers each setting takes (a list setting: each of its items)
 RANGES = {"flops_target": FRACTION, "ratio": FRACTION, "ratios": FRACTION, "max_ratio": FRACTION,
-          "dev_samples": COUNT, "calibration_samples": COUNT, "temperature": POSITIVE, "alpha": PROBABILITY}
+          "dev_samples": COUNT, "calibration_samples": COUNT, "channel_multiple": COUNT, "temperature": POSITIVE, "alpha": PROBABILITY}
 _FEATURE_RANGES = {"weight": NONNEGATIVE}
 
 

@@ -6,7 +6,8 @@ of ``source.task`` is compressed in place.
 
 - :func:`prune`: channel groups of the traced model, the layers chosen
   (``prune.layers``), a plan (uniform or from the sensitivity table measured on
-  ``dev_samples`` examples of ``dev_split``) meeting ``flops_target``, the surgery,
+  ``dev_samples`` examples of ``dev_split``) meeting ``flops_target`` with widths
+  that are multiples of ``channel_multiple``, the surgery,
   then fine-tuning with the model's config and the ``finetune`` overrides.
   ``plan.json``, ``sensitivity.json`` and ``sensitivity.md`` are written.
 - :func:`quantize`: calibration on ``calibration_samples`` examples of
@@ -27,7 +28,7 @@ from framework.errors import UserError
 from framework.serialization import atomic_write
 from framework.slim import DistillationTask, SlimError, channel_groups, costs, int8
 from framework.slim.finetune import finetune
-from framework.slim.plan import pruned_macs, sensitivity_plan, uniform_plan
+from framework.slim.plan import aligned, pruned_macs, sensitivity_plan, uniform_plan
 from framework.slim.prune import apply, kept_channels, named_tensors
 from framework.slim.sensitivity import drops, sensitivities, table_text
 
@@ -82,18 +83,19 @@ def prune(source, settings, output_dir, device=None, progress=True):
     if not chosen:
         raise SlimError("prune: no layer of this model can be pruned (every channel group is blocked)")
     listed = [g for g in groups if g in chosen or not g.prunable]
-    node_costs, target, notes = costs(program), s["flops_target"], {}
+    node_costs, target, notes, multiple = costs(program), s["flops_target"], {}, s["channel_multiple"]
     if s["ratio"] is not None:
-        plan = {g.name: s["ratio"] for g in chosen}
+        plan = aligned(groups, {g.name: s["ratio"] for g in chosen}, multiple)
     elif s["mode"] == "uniform":
-        plan = uniform_plan(node_costs, [g for g in groups if g in chosen], target, s["max_ratio"])
+        plan = uniform_plan(node_costs, [g for g in groups if g in chosen], target, s["max_ratio"],
+                            multiple=multiple)
     else:
         dev = [to_tensors(b, device) for b in batches_of(source, s["dev_split"], s["dev_samples"],
                                                          "prune.dev")]
         metric = _metric_name(source)
         evaluate = lambda: runner.evaluate(source.task, dev, device)[metric]          # noqa: E731
         baseline, table = sensitivities(source.model, chosen, evaluate, s["ratios"], progress)
-        plan = sensitivity_plan(node_costs, listed, drops(baseline, table), target)
+        plan = sensitivity_plan(node_costs, listed, drops(baseline, table), target, multiple=multiple)
         _write_json(os.path.join(output_dir, "sensitivity.json"),
                     {"metric": metric, "split": s["dev_split"], "samples": sum(len(b[next(iter(b))]) for b in dev),
                      "unpruned": baseline, "table": {k: {str(r): v for r, v in row.items()} for k, row in

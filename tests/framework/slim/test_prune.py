@@ -5,7 +5,7 @@ import pytest
 
 from framework import jit, no_grad, to_tensor
 from framework.slim import SlimError, channel_groups, costs, count
-from framework.slim.plan import allowed_ratio, pruned_macs, sensitivity_plan, uniform_plan
+from framework.slim.plan import aligned, allowed_ratio, pruned_macs, sensitivity_plan, uniform_plan
 from framework.slim.prune import apply, channel_importance, kept_channels, mask, named_tensors, resize_to
 
 from .nets import SmallResNet, randomised
@@ -99,6 +99,26 @@ def test_plans_meet_the_target():
     chosen = sensitivity_plan(node_costs, groups, drops, 0.3)
     assert pruned_macs(node_costs, groups, chosen) <= 0.7 * total
     assert chosen.get("stem", 0) < min(chosen["block1.conv1"], chosen["block2.conv1"])
+
+
+def test_aligned_plans_keep_multiples_of_the_block():
+    """With ``multiple`` 4, the 12-channel inner groups keep 4 or 8 channels (the 8-channel stem 4 or 8), the
+    target is still met, and the cut model has those widths."""
+    model = randomised(SmallResNet())
+    program = _traced(model)
+    groups, node_costs = channel_groups(program, named_tensors(model)), costs(program)
+    sizes = {g.name: g.size for g in groups}
+    assert aligned(groups, {"block1.conv1": 0.45, "stem": 0.2}, 4) == {"block1.conv1": round(1 - 8 / 12, 6)}
+    assert aligned(groups, {"block1.conv1": 0.99}, 4) == {"block1.conv1": round(1 - 4 / 12, 6)}
+    plan = uniform_plan(node_costs, groups, 0.4, multiple=4)
+    assert pruned_macs(node_costs, groups, plan) <= 0.6 * sum(c.macs for c in node_costs)
+    for name, ratio in plan.items():
+        assert round(sizes[name] * (1 - ratio)) % 4 == 0
+    drops = {"block1.conv1": {0.25: 0.0, 0.5: 0.01, 0.75: 0.05}, "block2.conv1": {0.25: 0.0, 0.5: 0.02, 0.75: 0.04}}
+    chosen = sensitivity_plan(node_costs, groups, drops, 0.2, multiple=4)
+    assert all(round(sizes[name] * (1 - ratio)) % 4 == 0 for name, ratio in chosen.items())
+    apply(model, groups, kept_channels(model, groups, chosen))
+    assert model.block1.conv1.weight.shape[0] % 4 == 0 and model.block2.conv1.weight.shape[0] % 4 == 0
 
 
 def test_allowed_ratio_interpolates_the_measured_drops():

@@ -59,6 +59,7 @@ def test_quant_writes_int8_weights_and_the_onnx_models(tmp_path):
     (PRUNE, ["prune.layers=[net.9]"], ["prune.layers", "'net.9'", "prunable: net.0, net.2"]),
     (PRUNE, ["prune.ratio=1.0"], ["prune.ratio must be in (0, 1), got 1.0"]),
     (PRUNE, ["prune.flops_target=0.99", "prune.mode=uniform"], ["prune.flops_target", "cannot be met"]),
+    (PRUNE, ["prune.channel_multiple=0"], ["prune.channel_multiple must be at least 1, got 0"]),
     (PRUNE, ["prune.ratios_typo=[0.5]"], ["unknown key 'ratios_typo'", "did you mean 'ratios'"]),
     (INT8, ["quant.calibration_samples=0"], ["quant.calibration_samples must be at least 1, got 0"]),
     (INT8, ["quant.calibration_split=dev"], ["quant.calibration_split", "train, eval or test"]),
