@@ -127,6 +127,7 @@ def lstm_forward_run(x, bias, lengths, order, active, w, h0, c0, reverse, hidden
     n_rows, d = order.shape[0], w.shape[0]
     h = numpy.empty((n_rows, d), dtype=x.dtype)
     cs = numpy.empty((n_rows, d), dtype=x.dtype)
+    tc = numpy.empty(d, dtype=x.dtype)
     for i in range(n_rows):
         h[i] = h0[order[i]]
         cs[i] = c0[order[i]]
@@ -140,27 +141,28 @@ def lstm_forward_run(x, bias, lengths, order, active, w, h0, c0, reverse, hidden
             n = order[i]
             p = lengths[n] - 1 - t if reverse else t
             xr = x[n, p]
+            # one simple loop per stage, each over few arrays, so that each one vectorises
+            ai, hi, ci = a[i], h[i], cs[i]
+            for j in range(d):
+                ai[j] = tanh(xr[j] + bias[j] + ai[j])                       # candidate
+            for j in range(d, 4 * d):
+                ai[j] = sigmoid(xr[j] + bias[j] + ai[j])                    # input, forget, output gates
+            for j in range(d):
+                cn = ai[2 * d + j] * ci[j] + ai[d + j] * ai[j]
+                ci[j] = cn
+                tc[j] = tanh(cn)
+            for j in range(d):
+                hi[j] = ai[3 * d + j] * tc[j]
             out = hidden[n, p]
             for j in range(d):
-                cand = tanh(xr[j] + bias[j] + a[i, j])
-                ig = sigmoid(xr[d + j] + bias[d + j] + a[i, d + j])
-                fg = sigmoid(xr[2 * d + j] + bias[2 * d + j] + a[i, 2 * d + j])
-                og = sigmoid(xr[3 * d + j] + bias[3 * d + j] + a[i, 3 * d + j])
-                cn = fg * cs[i, j] + ig * cand
-                tc = tanh(cn)
-                hn = og * tc
-                cs[i, j] = cn
-                h[i, j] = hn
-                out[col + j] = hn
-                a[i, j], a[i, d + j], a[i, 2 * d + j], a[i, 3 * d + j] = cand, ig, fg, og
-                if save:
-                    tanh_out[t, s, i, j] = tc
+                out[col + j] = hi[j]
             if save:
                 for j in range(d):
-                    hidden_out[t + 1, s, i, j] = h[i, j]
-                    cells_out[t + 1, s, i, j] = cs[i, j]
+                    tanh_out[t, s, i, j] = tc[j]
+                    hidden_out[t + 1, s, i, j] = hi[j]
+                    cells_out[t + 1, s, i, j] = ci[j]
                 for j in range(4 * d):
-                    gates_out[t, s, i, j] = a[i, j]
+                    gates_out[t, s, i, j] = ai[j]
     for i in range(n_rows):
         last_h[order[i]] = h[i]
         last_c[order[i]] = cs[i]
