@@ -46,6 +46,7 @@ def gru_forward_run(x, bias, lengths, order, active, w_ur, w_c, h0, reverse, ori
     a = numpy.empty((n_rows, 2 * d), dtype=x.dtype)
     rh = numpy.empty((n_rows, d), dtype=x.dtype)
     ac = numpy.empty((n_rows, d), dtype=x.dtype)
+    bias_c = bias[2 * d:]
     for t in range(active.shape[0]):
         m = active[t]
         if m == 0:
@@ -54,31 +55,37 @@ def gru_forward_run(x, bias, lengths, order, active, w_ur, w_c, h0, reverse, ori
         for i in range(m):
             n = order[i]
             p = lengths[n] - 1 - t if reverse else t
-            xr = x[n, p]
+            xr, ai, hi, rhi = x[n, p], a[i], h[i], rh[i]
+            r = ai[d:]
             for j in range(2 * d):
-                a[i, j] = sigmoid(xr[j] + bias[j] + a[i, j])           # [u | r]
+                ai[j] = sigmoid(xr[j] + bias[j] + ai[j])           # [u | r]
             for j in range(d):
-                rh[i, j] = a[i, d + j] * h[i, j]
+                rhi[j] = r[j] * hi[j]
         gemm(m, rh, w_c, False, 0, ac)                     # ac[:m] = (r * h_prev) @ W_c
         for i in range(m):
             n = order[i]
             p = lengths[n] - 1 - t if reverse else t
-            xr = x[n, p]
-            out = hidden[n, p]
+            xc, ai, hi, aci = x[n, p, 2 * d:], a[i], h[i], ac[i]
             for j in range(d):
-                c = tanh(xr[2 * d + j] + bias[2 * d + j] + ac[i, j])
-                u, hp = a[i, j], h[i, j]
-                hn = c + u * (hp - c) if origin_mode else hp + u * (c - hp)
-                h[i, j] = hn
-                out[col + j] = hn
-                ac[i, j] = c
-            if save:
+                aci[j] = tanh(xc[j] + bias_c[j] + aci[j])            # candidate
+            if origin_mode:
                 for j in range(d):
-                    states[t + 1, s, i, j] = h[i, j]
-                    c_out[t, s, i, j] = ac[i, j]
-                    rh_out[t, s, i, j] = rh[i, j]
+                    hi[j] = aci[j] + ai[j] * (hi[j] - aci[j])
+            else:
+                for j in range(d):
+                    hi[j] = hi[j] + ai[j] * (aci[j] - hi[j])
+            out = hidden[n, p, col:col + d]
+            for j in range(d):
+                out[j] = hi[j]
+            if save:
+                saved_h, saved_c, saved_rh, saved_ur = states[t + 1, s, i], c_out[t, s, i], rh_out[t, s, i], \
+                    ur_out[t, s, i]
+                for j in range(d):
+                    saved_h[j] = hi[j]
+                    saved_c[j] = aci[j]
+                    saved_rh[j] = rh[i, j]
                 for j in range(2 * d):
-                    ur_out[t, s, i, j] = a[i, j]
+                    saved_ur[j] = ai[j]
     for i in range(n_rows):
         last[order[i]] = h[i]
 
@@ -96,25 +103,26 @@ def gru_backward_run(states, ur, c, active, w_ur, w_c, grad_states, origin_mode,
         if m == 0:
             continue
         for i in range(m):
+            gh, gs, u, cc, hp = grad_h[i], grad_states[t, s, i], ur[t, s, i], c[t, s, i], states[t, s, i]
+            gu, gc = grad_ur[t, s, i], grad_c[t, s, i]
             for j in range(d):
-                g = grad_h[i, j] + grad_states[t, s, i, j]
-                u, cc, hp = ur[t, s, i, j], c[t, s, i, j], states[t, s, i, j]
-                du = u * (1 - u)
-                dc = 1 - cc * cc
+                g = gh[j] + gs[j]
+                du = u[j] * (1 - u[j])
+                dc = 1 - cc[j] * cc[j]
                 if origin_mode:
-                    grad_ur[t, s, i, j] = g * (hp - cc) * du
-                    grad_c[t, s, i, j] = g * (1 - u) * dc
-                    grad_h[i, j] = g * u
+                    gu[j] = g * (hp[j] - cc[j]) * du
+                    gc[j] = g * (1 - u[j]) * dc
+                    gh[j] = g * u[j]
                 else:
-                    grad_ur[t, s, i, j] = g * (cc - hp) * du
-                    grad_c[t, s, i, j] = g * u * dc
-                    grad_h[i, j] = g * (1 - u)
+                    gu[j] = g * (cc[j] - hp[j]) * du
+                    gc[j] = g * u[j] * dc
+                    gh[j] = g * (1 - u[j])
         gemm(m, grad_c[t, s], w_c, True, 0, grh)          # dL/d(r * h_prev)
         for i in range(m):
+            r, gr, hp, gh, g = ur[t, s, i, d:], grad_ur[t, s, i, d:], states[t, s, i], grad_h[i], grh[i]
             for j in range(d):
-                r, hp = ur[t, s, i, d + j], states[t, s, i, j]
-                grad_ur[t, s, i, d + j] = grh[i, j] * hp * r * (1 - r)
-                grad_h[i, j] += grh[i, j] * r
+                gr[j] = g[j] * hp[j] * r[j] * (1 - r[j])
+                gh[j] += g[j] * r[j]
         gemm(m, grad_ur[t, s], w_ur, True, 1, grad_h)     # += d[u | r] @ W_ur^T
 
 
@@ -132,6 +140,7 @@ def lstm_forward_run(x, bias, lengths, order, active, w, h0, c0, reverse, hidden
         h[i] = h0[order[i]]
         cs[i] = c0[order[i]]
     a = numpy.empty((n_rows, 4 * d), dtype=x.dtype)
+    bias_gates = bias[d:]
     for t in range(active.shape[0]):
         m = active[t]
         if m == 0:
@@ -140,29 +149,33 @@ def lstm_forward_run(x, bias, lengths, order, active, w, h0, c0, reverse, hidden
         for i in range(m):
             n = order[i]
             p = lengths[n] - 1 - t if reverse else t
-            xr = x[n, p]
-            # one simple loop per stage, each over few arrays, so that each one vectorises
-            ai, hi, ci = a[i], h[i], cs[i]
+            xr, ai, hi, ci = x[n, p], a[i], h[i], cs[i]
+            # One simple loop per stage over zero-based views: an index such as ai[d + j] may be negative to
+            # Numba (it wraps it around), which keeps LLVM from vectorising the loop (8 ms against 1.6 ms).
+            x_gates, gates = xr[d:], ai[d:]
             for j in range(d):
                 ai[j] = tanh(xr[j] + bias[j] + ai[j])                       # candidate
-            for j in range(d, 4 * d):
-                ai[j] = sigmoid(xr[j] + bias[j] + ai[j])                    # input, forget, output gates
+            for j in range(3 * d):
+                gates[j] = sigmoid(x_gates[j] + bias_gates[j] + gates[j])   # input, forget, output gates
+            ig, fg, og = ai[d:2 * d], ai[2 * d:3 * d], ai[3 * d:]
             for j in range(d):
-                cn = ai[2 * d + j] * ci[j] + ai[d + j] * ai[j]
+                cn = fg[j] * ci[j] + ig[j] * ai[j]
                 ci[j] = cn
                 tc[j] = tanh(cn)
             for j in range(d):
-                hi[j] = ai[3 * d + j] * tc[j]
-            out = hidden[n, p]
+                hi[j] = og[j] * tc[j]
+            out = hidden[n, p, col:col + d]
             for j in range(d):
-                out[col + j] = hi[j]
+                out[j] = hi[j]
             if save:
+                saved_tc, saved_h, saved_c = tanh_out[t, s, i], hidden_out[t + 1, s, i], cells_out[t + 1, s, i]
                 for j in range(d):
-                    tanh_out[t, s, i, j] = tc[j]
-                    hidden_out[t + 1, s, i, j] = hi[j]
-                    cells_out[t + 1, s, i, j] = ci[j]
+                    saved_tc[j] = tc[j]
+                    saved_h[j] = hi[j]
+                    saved_c[j] = ci[j]
+                saved_gates = gates_out[t, s, i]
                 for j in range(4 * d):
-                    gates_out[t, s, i, j] = ai[j]
+                    saved_gates[j] = ai[j]
     for i in range(n_rows):
         last_h[order[i]] = h[i]
         last_c[order[i]] = cs[i]
@@ -174,23 +187,27 @@ def lstm_backward_run(cells, gates, tanh_c, active, w, grad_states, grad_x, grad
     grad_states (T, S, N, D); writes grad_x (T, S, N, 4D) on active rows and turns grad_h, grad_c (N, D) from
     dL/d(last states) into dL/d(h0, c0) (row order)."""
     d = w.shape[0]
+    gh = numpy.empty(d, dtype=grad_h.dtype)
     for t in range(active.shape[0] - 1, -1, -1):
         m = active[t]
         if m == 0:
             continue
         for i in range(m):
-            g = gates[t, s, i]
-            gx = grad_x[t, s, i]
+            g, gx, tc, cp = gates[t, s, i], grad_x[t, s, i], tanh_c[t, s, i], cells[t, s, i]
+            ig, fg, og = g[d:2 * d], g[2 * d:3 * d], g[3 * d:]
+            gx_i, gx_f, gx_o = gx[d:2 * d], gx[2 * d:3 * d], gx[3 * d:]
+            hi, ci, gs = grad_h[i], grad_c[i], grad_states[t, s, i]
             for j in range(d):
-                gh = grad_h[i, j] + grad_states[t, s, i, j]
-                cand, ig, fg, og = g[j], g[d + j], g[2 * d + j], g[3 * d + j]
-                tc = tanh_c[t, s, i, j]
-                gx[3 * d + j] = gh * og * (1 - og) * tc
-                gc = grad_c[i, j] + gh * og * (1 - tc * tc)
-                gx[j] = gc * ig * (1 - cand * cand)
-                gx[d + j] = gc * ig * (1 - ig) * cand
-                gx[2 * d + j] = gc * fg * (1 - fg) * cells[t, s, i, j]
-                grad_c[i, j] = gc * fg
+                gh[j] = hi[j] + gs[j]
+            for j in range(d):
+                gx_o[j] = gh[j] * og[j] * (1 - og[j]) * tc[j]
+                ci[j] += gh[j] * og[j] * (1 - tc[j] * tc[j])             # dL/dc at this step
+            for j in range(d):
+                gx[j] = ci[j] * ig[j] * (1 - g[j] * g[j])
+                gx_i[j] = ci[j] * ig[j] * (1 - ig[j]) * g[j]
+            for j in range(d):
+                gx_f[j] = ci[j] * fg[j] * (1 - fg[j]) * cp[j]
+                ci[j] *= fg[j]
         gemm(m, grad_x[t, s], w, True, 0, grad_h)          # dL/dh_prev = gates' grads @ W^T
 
 
