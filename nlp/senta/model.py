@@ -4,9 +4,11 @@ After Baidu's Senta nets (PaddleNLP 2019, ``models/classification/nets.py``):
 an embedding, an encoder, a pooling over time, then ``tanh -> Linear(hidden2)
 -> tanh -> Linear(num_classes)``. Every model honours ``lengths``: positions at
 or beyond a sequence's length never change its scores, whatever ids they hold
-(BOW averages valid positions only; CNN zeroes padded embeddings and takes the
-max over valid positions; the RNNs run inside each sequence's length and pool
-over valid positions only, by max or attention).
+(BOW averages valid positions only; CNN zeroes padded embeddings and pools
+over valid positions; the RNNs run inside each sequence's length and pool over
+valid positions only). The CNN and the RNNs pool by ``max`` or ``maxmean``
+(the max and the mean over valid positions side by side, twice as many
+features, :func:`pool_over_time`); the RNNs also by ``attention``.
 
 Every model can add fastText's hashed character n-grams to its input
 (``ngrams`` n > 1, ``buckets`` rows; off by default): each position's
@@ -32,9 +34,10 @@ from nlp.common import lengths_mask
 from nlp.pretrain.vectors import start_embedding
 
 __all__ = ["SentaBOW", "SentaCNN", "SentaGRU", "SentaLSTM", "SentaBiLSTM", "NGramEmbedding", "hash_ngrams",
-           "mask_bias", "masked_max"]
+           "mask_bias", "masked_max", "masked_mean", "pool_over_time", "TIME_POOLINGS"]
 
 _NEG_INF = float("-inf")
+TIME_POOLINGS = ("max", "maxmean")    # the poolings over time of the CNN and the RNNs (the RNNs add 'attention')
 
 
 def mask_bias(mask, dtype):
@@ -50,6 +53,25 @@ def mask_bias(mask, dtype):
 def masked_max(h, mask):
     """Max of h (N, L, D) over the valid positions of mask (N, L): (N, D)."""
     return (h + mask_bias(mask, h.dtype).unsqueeze(-1)).max(axis=1)             # (N, L, D) + (N, L, 1)
+
+
+def masked_mean(h, mask):
+    """Mean of h (N, L, D) over the valid positions of mask (N, L): (N, D)."""
+    keep = mask.astype(h.dtype).unsqueeze(-1)                                  # (N, L, 1)
+    return (h * keep).sum(axis=1) / keep.sum(axis=1)
+
+
+def pool_over_time(h, mask, pooling):
+    """Pool h (N, L, D) over the valid positions of mask (N, L): ``max`` -> (N, D); ``maxmean`` -> (N, 2 D),
+    the max then the mean."""
+    if pooling == "max":
+        return masked_max(h, mask)
+    return framework.concat([masked_max(h, mask), masked_mean(h, mask)], axis=-1)
+
+
+def _pooled_width(pooling, width):
+    """The width of :func:`pool_over_time`'s output over ``width`` features (attention keeps the width)."""
+    return 2 * width if pooling == "maxmean" else width
 
 
 def hash_ngrams(ids, n, buckets):
@@ -220,10 +242,11 @@ class SentaBOW(_Senta):
 
 
 class SentaCNN(_Senta):
-    """Convolution over time (``window`` wide, ``filters`` channels, tanh), max over valid positions, head.
+    """Convolution over time (``window`` wide, ``filters`` channels, tanh), pooled over valid positions, head.
 
     Args: vocab_size, emb_dim, filters, window (odd, so outputs align with
-    inputs), hidden2, num_classes, padding_idx, dropout, ngrams and buckets
+    inputs), hidden2, num_classes, pooling ('max', or 'maxmean': 2 * filters
+    features, :func:`pool_over_time`), padding_idx, dropout, ngrams and buckets
     (hashed n-gram embeddings added per position, see :class:`NGramEmbedding`),
     token_dropout and pretrained (see the module).
 
@@ -231,32 +254,38 @@ class SentaCNN(_Senta):
     """
 
     def __init__(self, vocab_size: int, emb_dim: int = 128, filters: int = 128, window: int = 3,
-                 hidden2: int = 96, num_classes: int = 2, padding_idx: int = 0, dropout: float = 0.0,
-                 ngrams: int = 1, buckets: int = 0, token_dropout: float = 0.0, pretrained: str = None):
+                 hidden2: int = 96, num_classes: int = 2, pooling: str = "max", padding_idx: int = 0,
+                 dropout: float = 0.0, ngrams: int = 1, buckets: int = 0, token_dropout: float = 0.0,
+                 pretrained: str = None):
         if window < 1 or window % 2 == 0:
             raise ValueError(f"SentaCNN: window must be a positive odd number, got {window}")
-        super().__init__(vocab_size, emb_dim, filters, hidden2, num_classes, padding_idx, dropout, ngrams, buckets,
-                         token_dropout, pretrained)
+        if pooling not in TIME_POOLINGS:
+            raise ValueError(f"SentaCNN: pooling must be 'max' or 'maxmean', got {pooling!r}")
+        super().__init__(vocab_size, emb_dim, _pooled_width(pooling, filters), hidden2, num_classes, padding_idx,
+                         dropout, ngrams, buckets, token_dropout, pretrained)
+        self.pooling = pooling
         self.conv = nn.Conv1D(emb_dim, filters, window, padding=window // 2)
 
     def encode(self, ids, emb, mask, lengths):
         h = F.tanh(self.conv(emb.transpose([0, 2, 1])))                   # (N, filters, L)
-        return masked_max(h.transpose([0, 2, 1]), mask)                   # (N, L, filters) -> (N, filters)
+        return pool_over_time(h.transpose([0, 2, 1]), mask, self.pooling)  # (N, L, filters) -> (N, features)
 
 
 class _SentaRNN(_Senta):
     """Recurrent encoder (``cell`` 'gru' or 'lstm', one or both directions), pooled over valid positions.
 
-    ``pooling`` 'max' takes the max over valid positions; 'attention' the
-    weighted sum with weights ``softmax_t(v . tanh(W h_t))`` over valid positions.
+    ``pooling`` 'max' takes the max over valid positions, 'maxmean' the max and
+    the mean side by side (:func:`pool_over_time`); 'attention' the weighted sum
+    with weights ``softmax_t(v . tanh(W h_t))`` over valid positions.
     """
 
     def __init__(self, cell, direction, vocab_size, emb_dim, hidden, hidden2, num_classes, pooling, padding_idx,
                  dropout, ngrams, buckets, token_dropout, pretrained):
-        if pooling not in ("max", "attention"):
-            raise ValueError(f"{type(self).__name__}: pooling must be 'max' or 'attention', got {pooling!r}")
+        if pooling not in TIME_POOLINGS + ("attention",):
+            raise ValueError(f"{type(self).__name__}: pooling must be 'max', 'maxmean' or 'attention', "
+                             f"got {pooling!r}")
         features = hidden * (2 if direction == "bidirect" else 1)
-        super().__init__(vocab_size, emb_dim, features, hidden2, num_classes, padding_idx, dropout, ngrams, buckets,
+        super().__init__(vocab_size, emb_dim, _pooled_width(pooling, features), hidden2, num_classes, padding_idx, dropout, ngrams, buckets,
                          token_dropout, pretrained)
         rnn = nn.GRU if cell == "gru" else nn.LSTM
         self.rnn = rnn(emb_dim, hidden, direction=direction)
@@ -267,18 +296,18 @@ class _SentaRNN(_Senta):
 
     def encode(self, ids, emb, mask, lengths):
         h, _ = self.rnn(emb, lengths)                                      # (N, L, D)
-        if self.pooling == "max":
-            return masked_max(h, mask)
+        if self.pooling != "attention":
+            return pool_over_time(h, mask, self.pooling)
         scores = self.attention_score(F.tanh(self.attention(h))).squeeze(-1)   # (N, L, 1) -> (N, L)
         weights = F.softmax(scores + mask_bias(mask, scores.dtype), axis=1)
         return (weights.unsqueeze(-1) * h).sum(axis=1)                     # (N, L, 1) * (N, L, D) -> (N, D)
 
 
 class SentaGRU(_SentaRNN):
-    """GRU over the embeddings, max (or attention) pooling over valid positions, head.
+    """GRU over the embeddings, pooled over valid positions, head.
 
     Args: vocab_size, emb_dim, hidden (GRU size), hidden2, num_classes, pooling
-    ('max' or 'attention'), padding_idx, dropout, ngrams and buckets (hashed
+    ('max', 'maxmean' or 'attention'), padding_idx, dropout, ngrams and buckets (hashed
     n-gram embeddings added per position, see :class:`NGramEmbedding`),
     token_dropout and pretrained (see the module).
 
@@ -293,7 +322,7 @@ class SentaGRU(_SentaRNN):
 
 
 class SentaLSTM(_SentaRNN):
-    """LSTM over the embeddings, max (or attention) pooling over valid positions, head.
+    """LSTM over the embeddings, pooled over valid positions, head.
 
     Args: as :class:`SentaGRU`. Shape: ids (N, L), lengths (N,) -> logits (N, num_classes).
     """
@@ -308,7 +337,7 @@ class SentaLSTM(_SentaRNN):
 class SentaBiLSTM(_SentaRNN):
     """Bidirectional LSTM (the reverse direction inside each length), pooled over valid positions, head.
 
-    Args: as :class:`SentaGRU`; the pooled features are 2 * hidden wide.
+    Args: as :class:`SentaGRU`; the pooled features are 2 * hidden wide (4 * hidden with 'maxmean').
     Shape: ids (N, L), lengths (N,) -> logits (N, num_classes).
     """
 

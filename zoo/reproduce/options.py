@@ -14,7 +14,8 @@ class ReproduceOptions:
     """``target`` (a card, ``all``, ``slim`` or a task group), ``overrides`` for every model's config, the
     ``device``, where runs go (``output_root``), ``dry_run`` (write under ``<output_root>/dry_run/``),
     ``quiet``; ``from_runs`` (target ``video``: evaluate ``<from_runs>/<model>`` of earlier ``oar train``
-    runs instead of training) and ``cards`` (target ``slim``: rebuild only these compressed cards)."""
+    runs instead of training), ``cards`` (target ``slim``: rebuild only these compressed cards) and ``seeds``
+    (the Senta procedure trains each model with seeds 0 .. seeds - 1 and ships the median one)."""
     target: str
     overrides: list = dataclasses.field(default_factory=list)
     device: str = "cpu"
@@ -23,8 +24,11 @@ class ReproduceOptions:
     quiet: bool = False
     from_runs: str = None
     cards: list = None
+    seeds: int = 1
 
     def __post_init__(self):
+        if self.seeds < 1:
+            raise UsageError(f"--seeds must be at least 1, got {self.seeds}")
         if self.from_runs is not None:
             if self.target != "video":
                 raise UsageError(f"--from_runs takes the runs of the video models: use it with target video, "
@@ -49,10 +53,12 @@ def add_arguments(parser):
                         help="target video: evaluate DIR/<model> of earlier `oar train` runs instead of training")
     parser.add_argument("--cards", nargs="+", metavar="NAME",
                         help="target slim: rebuild only these compressed cards (no RESULTS.md block is written)")
+    parser.add_argument("--seeds", type=int, default=1, metavar="N",
+                        help="Senta: train each model with seeds 0..N-1, ship the median on dev, report the spread")
 
 
 def from_args(args):
     """The :class:`ReproduceOptions` of parsed ``oar reproduce`` arguments."""
     return ReproduceOptions(target=args.target, overrides=list(args.override), device=args.device,
                             output_root=args.output_root, dry_run=args.dry_run, quiet=args.quiet,
-                            from_runs=args.from_runs, cards=args.cards)
+                            from_runs=args.from_runs, cards=args.cards, seeds=args.seeds)

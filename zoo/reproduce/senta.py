@@ -1,34 +1,48 @@
 """``oar reproduce senta``: train the Senta family, measure it on dev and test, and write one table.
 
-:func:`reproduce` trains the configs ``configs/nlp/senta_*.yaml`` and
-evaluates them on dev and test (accuracy and macro-F1,
-:mod:`nlp.senta.metrics`); :func:`reproduce_senta` is the zoo cards' procedure
-around it (float16 weights and the shared vocabulary of the shipped models,
-their cards and the ``senta`` block of ``docs/RESULTS.md``, with the TF-IDF peer
-when scikit-learn is importable); :func:`results_table` writes that block.
+:func:`reproduce` trains the configs ``configs/nlp/senta_*.yaml``, each with
+``options.seeds`` seeds (``--seeds N``: seeds 0 .. N-1, each run in
+``<output_root>/<name>/seed<k>``; a finished run there made by the same config
+is reused), scores every seed on dev and test and picks the median seed on dev
+as the model's; :func:`reproduce_senta` is the zoo cards' procedure around it:
+the optional label cleaning (:func:`label_cleaning`), float16 weights of the
+picked seeds and the shared vocabulary of the shipped models, their cards, and
+the ``senta`` block of ``docs/RESULTS.md`` (:func:`results_table`: each model's
+mean and spread over the seeds, a paired McNemar test of the shipped seed
+against the TF-IDF peer, and the ensemble of the models), with the peer when
+scikit-learn is importable.
 """
 import datetime
+import hashlib
+import json
 import os
 import time
 
+import numpy
+
+from framework.atomic import atomic_write
 from framework.config import ConfigError, load_config
 from framework.engine import export_weights, runner
 from framework.fetch import sha256_of
 import nlp.senta.data  # noqa: F401  (registers the datasets, the models and the task the configs name)
 import nlp.senta.model  # noqa: F401
 import nlp.senta.task  # noqa: F401
+from nlp.senta.data import LABEL_NAMES, write_drop_file
+from nlp.senta.metrics import mcnemar_p, scores_of
 from nlp.pretrain.skipgram import SKIPGRAM_SETTINGS, skipgram_path, skipgram_vectors
 from nlp.pretrain.vectors import SKIPGRAM_SOURCE
 
 from ..catalog import ROOT, cards
 from . import destination, machine_description, train_checkpoint
-from .peers import sentiment_tfidf_peer
+from .peers import noisy_training_lines, out_of_fold_label_confidence, sentiment_tfidf_peer
 
-__all__ = ["CHAR_MODELS", "ALL_CONFIGS", "pretrain_vectors", "reproduce", "results_table", "reproduce_senta"]
+__all__ = ["CHAR_MODELS", "ALL_CONFIGS", "pretrain_vectors", "reproduce", "label_cleaning", "ensemble",
+           "results_table", "reproduce_senta"]
 
 CHAR_MODELS = ("senta_bow", "senta_cnn", "senta_gru", "senta_lstm", "senta_bilstm")
 ALL_CONFIGS = CHAR_MODELS + tuple(f"{name}_{inputs}" for inputs in ("word", "spm") for name in CHAR_MODELS)
 CONFIG_DIR = os.path.join(ROOT, "configs", "nlp")
+_SCORES = "scores.json"          # a seed run's scores, written once it is trained and scored
 
 
 def pretrain_vectors(names, options, config_dir=CONFIG_DIR):
@@ -48,49 +62,182 @@ def pretrain_vectors(names, options, config_dir=CONFIG_DIR):
             f"used by {', '.join(uses)}. ")
 
 
-def reproduce(names, options, config_dir=CONFIG_DIR, exports=None):
-    """Train each config ``<config_dir>/<name>.yaml`` and evaluate its best checkpoint on dev and test.
+def _examples(cfg, split):
+    """The (text, label) pairs of the config's ``data.<split>`` dataset."""
+    return [(item["text"], item["label"]) for item in runner.build_dataset(cfg, split)]
 
-    Returns one row per name: ``{"name", "input", "dev_acc", "dev_macro_f1",
-    "test_acc", "test_macro_f1", "train_seconds", "checkpoint"}``; each config
-    trains into ``<options.output_root>/<name>`` and the checkpoint is
-    :func:`zoo.reproduce.train_checkpoint`'s (``best.npz``, ``last.npz`` when
-    the budget ended before any evaluation). ``options``: ``overrides``
-    (``key=value`` strings applied to every config), ``device``, ``output_root``
-    and ``quiet``, as ``oar reproduce`` parses them. ``exports``: optional dict
-    name -> path; that model's checkpoint is written there as float16 weights
-    (:func:`framework.engine.export_weights`), those weights are the ones scored
-    and the row gets their ``"sha256"``.
+
+def _probabilities(cfg, checkpoint, texts, device):
+    """P(positive) of each text under the checkpoint's weights: (N,) float64."""
+    results = runner.infer(cfg, checkpoint, texts, device=device, progress=False)
+    positive = LABEL_NAMES.index("positive")
+    return numpy.array([r["score"] if r["label"] == LABEL_NAMES[positive] else 1.0 - r["score"] for r in results])
+
+
+def _score(cfg, checkpoint, device):
+    """Dev and test scores of the checkpoint: ``{"dev_acc", "dev_macro_f1", "test_acc", "test_macro_f1",
+    "dev_prob", "test_prob"}`` (the probabilities as lists, in split order)."""
+    row = {}
+    for name, split in (("dev", "eval"), ("test", "test")):
+        examples = _examples(cfg, split)
+        prob = _probabilities(cfg, checkpoint, [text for text, _ in examples], device)
+        scores = scores_of((prob >= 0.5).astype(numpy.int64), [label for _, label in examples])
+        row.update({f"{name}_acc": scores["acc"], f"{name}_macro_f1": scores["macro_f1"],
+                    f"{name}_prob": prob.tolist()})
+    return row
+
+
+def _config_sha256(cfg):
+    return hashlib.sha256(json.dumps(cfg, sort_keys=True, default=str).encode("utf-8")).hexdigest()
+
+
+def _seed_run(name, cfg, seed, options):
+    """Train (or reuse) and score the seed run ``<output_root>/<name>/seed<seed>``: the :func:`_score` dict plus
+    ``"seed"``, ``"train_seconds"`` and ``"checkpoint"``. A run is reused (``"reused": True``) when its
+    ``scores.json`` records the same resolved config."""
+    cfg = {**cfg, "train": {**cfg["train"], "seed": seed}}
+    entry = {"name": os.path.join(name, f"seed{seed}")}
+    run_dir, sha = os.path.join(options.output_root, entry["name"]), _config_sha256(cfg)
+    path = os.path.join(run_dir, _SCORES)
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:
+            done = json.load(f)
+        if done.get("config_sha256") == sha and os.path.isfile(done["checkpoint"]):
+            return {**done, "reused": True}
+    checkpoint, _, minutes = train_checkpoint(cfg, entry, options)
+    row = {"seed": seed, "train_seconds": minutes * 60, "checkpoint": checkpoint, "config_sha256": sha,
+           **_score(cfg, checkpoint, options.device)}
+    with atomic_write(path) as f:
+        json.dump(row, f)
+    return row
+
+
+def _median_seed(runs):
+    """The index of the run whose dev accuracy is the median (the lower middle for an even count; the
+    earlier seed among equals)."""
+    order = sorted(range(len(runs)), key=lambda i: (runs[i]["dev_acc"], runs[i]["seed"]))
+    return order[(len(order) - 1) // 2]
+
+
+def reproduce(names, options, config_dir=CONFIG_DIR, exports=None, extra_overrides=()):
+    """Train each config ``<config_dir>/<name>.yaml`` with ``options.seeds`` seeds and score each seed's best
+    checkpoint on dev and test.
+
+    Returns one row per name: ``{"name", "input", "runs", "seed", "dev_acc", "dev_macro_f1", "test_acc",
+    "test_macro_f1", "dev_prob", "test_prob", "dev_labels", "test_labels", "train_seconds", "checkpoint"}``:
+    ``runs`` holds every seed's scores (:func:`_seed_run`), the other keys are those of the seed picked (the
+    median on dev accuracy), ``train_seconds`` the seeds' total, ``dev_labels`` and ``test_labels`` the
+    splits' labels. Seed k trains
+    into ``<options.output_root>/<name>/seed<k>`` with ``train.seed=k`` (:func:`zoo.reproduce.train_checkpoint`).
+    ``options``: ``overrides`` (``key=value`` strings applied to every config, after ``extra_overrides``),
+    ``device``, ``output_root``, ``quiet`` and ``seeds``, as ``oar reproduce`` parses them. ``exports``:
+    optional dict name -> path; the picked seed's checkpoint is written there as float16 weights
+    (:func:`framework.engine.export_weights`), those weights are the ones scored and the row gets their
+    ``"sha256"``. The seeds train round by round (seed 0 of every model, then seed 1 …), so the finished
+    rounds of a run cut short are reused by a run with fewer seeds.
     """
     exports = exports or {}
+    configs = {name: load_config(os.path.join(config_dir, f"{name}.yaml"),
+                                 list(extra_overrides) + list(options.overrides)) for name in names}
+    runs = {name: [] for name in names}
+    for seed in range(options.seeds):                   # seed by seed: a cut-short run leaves whole rounds
+        for name in names:
+            runs[name].append(_seed_run(name, configs[name], seed, options))
     rows = []
-    for name in names:
-        cfg = load_config(os.path.join(config_dir, f"{name}.yaml"), list(options.overrides))
-        checkpoint, _, minutes = train_checkpoint(cfg, {"name": name}, options)
-        row = {"name": name, "input": (cfg["task"].get("tokenizer") or {"type": "char"})["type"]}
+    for name, cfg in configs.items():
+        picked = runs[name][_median_seed(runs[name])]
+        row = {"name": name, "input": (cfg["task"].get("tokenizer") or {"type": "char"})["type"],
+               "runs": runs[name], **{key: value for key, value in picked.items()
+                                      if key not in ("config_sha256", "reused")},
+               "train_seconds": sum(run["train_seconds"] for run in runs[name]),
+               **{f"{part}_labels": [label for _, label in _examples(cfg, split)]
+                  for part, split in (("dev", "eval"), ("test", "test"))}}
         if name in exports:
-            row["sha256"] = export_weights(checkpoint, exports[name])
-            checkpoint = exports[name]
-        dev = runner.evaluate_config(cfg, checkpoint, split="eval", device=options.device)
-        test = runner.evaluate_config(cfg, checkpoint, split="test", device=options.device)
-        row.update({"dev_acc": dev["acc"], "dev_macro_f1": dev["macro_f1"], "test_acc": test["acc"],
-                    "test_macro_f1": test["macro_f1"], "train_seconds": minutes * 60, "checkpoint": checkpoint})
+            row["sha256"] = export_weights(picked["checkpoint"], exports[name])
+            row.update(_score(cfg, exports[name], options.device), checkpoint=exports[name])
         rows.append(row)
     return rows
 
 
-def results_table(rows, facts="", peer=None):
-    """The Markdown block of ``docs/RESULTS.md``: one line per :func:`reproduce` row (model, input, dev
-    accuracy, test accuracy and macro-F1, train time), the peer's line (a
+def label_cleaning(splits, thresholds, folds, folder):
+    """The label cleaning of the training lines, its threshold chosen on dev.
+
+    ``splits``: ``{"train", "dev", "test"}`` -> (text, label) lists. Each
+    training line gets the peer's out-of-fold probability of its own label
+    (``folds`` folds, :func:`~zoo.reproduce.peers.out_of_fold_label_confidence`);
+    for each threshold in ``thresholds`` (and 0, no cleaning) the peer is fitted
+    without the lines below it, and the threshold whose peer is most accurate on
+    dev wins (the smallest among equals). The dropped texts are written to
+    ``folder/drop.txt`` (:func:`nlp.senta.data.write_drop_file`). Returns
+    ``{"threshold", "dropped", "drop_file" (None when nothing is dropped), "dev_acc" {threshold: peer's dev
+    accuracy}, "drop" (the set of dropped texts)}``.
+    """
+    texts, labels = zip(*splits["train"])
+    confidence = out_of_fold_label_confidence(texts, labels, folds=folds)
+    dev, drops = {}, {}
+    for threshold in sorted({0.0, *map(float, thresholds)}):
+        drops[threshold] = {texts[i] for i in noisy_training_lines(confidence, threshold)}
+        dev[threshold] = sentiment_tfidf_peer(splits, drop=drops[threshold])["dev_acc"]
+    best = max(dev, key=lambda t: (dev[t], -t))
+    path = None
+    if drops[best]:
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, "drop.txt")
+        write_drop_file(path, sorted(drops[best]))
+    return {"threshold": best, "dropped": len(drops[best]), "drop_file": path, "dev_acc": dev, "drop": drops[best]}
+
+
+def ensemble(rows):
+    """The models' ensemble: the mean of the rows' P(positive), scored on dev and test: ``{"dev_acc",
+    "dev_macro_f1", "test_acc", "test_macro_f1", "test_pred"}``."""
+    result = {}
+    for split in ("dev", "test"):
+        pred = (numpy.mean([row[f"{split}_prob"] for row in rows], axis=0) >= 0.5).astype(numpy.int64)
+        result.update({f"{split}_{key}": value for key, value in scores_of(pred, rows[0][f"{split}_labels"]).items()})
+        result[f"{split}_pred"] = pred.tolist()
+    return result
+
+
+def _spread(values):
+    """'mean ± sample sd (min-max)' of the seeds' values ('mean' alone for one seed)."""
+    values = numpy.asarray(values)
+    if values.size == 1:
+        return f"{values[0]:.3f}"
+    return f"{values.mean():.3f} ± {values.std(ddof=1):.3f} ({values.min():.3f}-{values.max():.3f})"
+
+
+def results_table(rows, facts="", peer=None, combined=None, uncleaned=None):
+    """The Markdown block of ``docs/RESULTS.md``: one line per :func:`reproduce` row (model, input, the
+    picked seed's dev accuracy, test accuracy and macro-F1, the test accuracy over the seeds, the McNemar
+    p-value of the picked seed against the peer on test, train time of all seeds), the ensemble's line
+    (``combined``, :func:`ensemble`'s dict, or None), the peer's line (a
     :func:`~zoo.reproduce.peers.sentiment_tfidf_peer` dict; None: a sentence saying it was not measured),
-    then ``facts`` (how and where it was measured)."""
-    lines = ["| model | input | dev acc | test acc | test macro-F1 | train time |", "|---|---|---|---|---|---|"]
+    the peer fitted on all training lines when the models' were cleaned (``uncleaned``, for reference; the
+    p-values compare with ``peer``), then ``facts`` (how and where it was measured)."""
+    lines = ["| model | input | seeds | dev acc | test acc | test macro-F1 | test acc over the seeds "
+             "(mean ± sd, min-max) | McNemar p vs peer | train time |", "|---|---|---|---|---|---|---|---|---|"]
+
+    def p_value(pred, labels):
+        if peer is None:
+            return "-"
+        labels = numpy.asarray(labels)
+        return f"{mcnemar_p(numpy.asarray(pred) == labels, numpy.asarray(peer['test_pred']) == labels):.2g}"
+
     for row in rows:
-        lines.append(f"| {row['name']} | {row['input']} | {row['dev_acc']:.3f} | {row['test_acc']:.3f} | "
-                     f"{row['test_macro_f1']:.3f} | {row['train_seconds'] / 60:.1f} min |")
-    if peer is not None:
-        lines.append(f"| peer: TF-IDF + logistic regression (C={peer['C']:g}) | char 1-3-grams | "
-                     f"{peer['dev_acc']:.3f} | {peer['test_acc']:.3f} | {peer['test_macro_f1']:.3f} | - |")
+        pred = (numpy.asarray(row["test_prob"]) >= 0.5).astype(numpy.int64)
+        lines.append(f"| {row['name']} | {row['input']} | {len(row['runs'])} (shipped: seed {row['seed']}) | "
+                     f"{row['dev_acc']:.3f} | {row['test_acc']:.3f} | {row['test_macro_f1']:.3f} | "
+                     f"{_spread([run['test_acc'] for run in row['runs']])} | {p_value(pred, row['test_labels'])} | "
+                     f"{row['train_seconds'] / 60:.1f} min |")
+    if combined is not None:
+        lines.append(f"| ensemble of the {len(rows)} (mean probability) | char | - | {combined['dev_acc']:.3f} | "
+                     f"{combined['test_acc']:.3f} | {combined['test_macro_f1']:.3f} | - | "
+                     f"{p_value(combined['test_pred'], rows[0]['test_labels'])} | - |")
+    for title, result in (("", peer), (", without the label cleaning", uncleaned)):
+        if result is not None:
+            lines.append(f"| peer: TF-IDF + logistic regression (C={result['C']:g}){title} | char 1-3-grams | - | "
+                         f"{result['dev_acc']:.3f} | {result['test_acc']:.3f} | {result['test_macro_f1']:.3f} | "
+                         f"- | - | - |")
     notes = [] if peer is not None else ["The peer (TF-IDF over character 1-3-grams + logistic regression) was not "
                                          "measured: scikit-learn is not importable here."]
     return "\n".join(lines + [""] * bool(notes or facts) + notes + ([facts] if facts else []))
@@ -101,19 +248,24 @@ def reproduce_senta(entry, options):
     names this function.
 
     Trains the card's ``reproduce.models`` (default :data:`ALL_CONFIGS`, the
-    five models on characters, LAC words and SentencePiece pieces) and
-    measures them on dev and test, and the TF-IDF peer when scikit-learn is
-    importable (:mod:`zoo.reproduce.peers`). The shipped models (those of
-    :data:`CHAR_MODELS` that have a card) are exported in float16 to their
-    cards' ``weights.path`` and scored from there; their shared vocabulary (the
-    task's, built from the training texts) is saved to ``weights.vocab``.
-    With ``options.dry_run`` these files go under the dry-run folder
-    (:func:`zoo.reproduce.destination`). Returns the outcome for
+    five models on characters, LAC words and SentencePiece pieces), each with
+    ``options.seeds`` seeds, and measures them on dev and test, with their
+    ensemble and the TF-IDF peer when scikit-learn is importable
+    (:mod:`zoo.reproduce.peers`). With ``reproduce.label_cleaning: {thresholds:
+    [...], folds: k}`` on the card, the training lines that
+    :func:`label_cleaning` drops are left out for the models
+    (``data.train.drop``) and the peer alike. The shipped models (those of
+    :data:`CHAR_MODELS` that have a card) are exported in float16 (their median
+    seed on dev) to their cards' ``weights.path`` and scored from there; their
+    shared vocabulary (the task's, built from the training texts) is saved to
+    ``weights.vocab``. With ``options.dry_run`` these files go under the dry-run
+    folder (:func:`zoo.reproduce.destination`). Returns the outcome for
     :mod:`zoo.reproduce`: this card's ``metrics`` and ``weights``, ``models``
     (the other shipped cards' ones), and the table as ``results_text`` for the
     ``senta`` block of ``docs/RESULTS.md``.
     """
-    names = list((entry.get("reproduce") or {}).get("models") or ALL_CONFIGS)
+    recipe = entry.get("reproduce") or {}
+    names = list(recipe.get("models") or ALL_CONFIGS)
     shipped = {name: card for name, card in cards().items() if name in CHAR_MODELS and name in names}
     if entry["name"] not in shipped:
         raise ConfigError(f"card {entry['name']!r}: reproduce_senta serves the cards of {', '.join(CHAR_MODELS)}, "
@@ -126,11 +278,21 @@ def reproduce_senta(entry, options):
     exports = {name: destination(options, card["weights"]["path"]) for name, card in shipped.items()}
     start, start_cpu = time.time(), time.process_time()
     pretrained = pretrain_vectors(names, options)
-    rows = reproduce(names, options, exports=exports)
-    peer = _measured_peer()
-    facts = (f"{pretrained}Command: `oar reproduce senta`. Wall time {(time.time() - start) / 60:.1f} min, CPU time "
-             f"{(time.process_time() - start_cpu) / 60:.1f} min in all; {machine_description()}; "
-             f"{datetime.date.today().isoformat()}.")
+    splits = {part: _examples(cfg, split) for part, split in (("train", "train"), ("dev", "eval"), ("test", "test"))}
+    cleaning = _cleaning(recipe.get("label_cleaning"), splits, options)
+    extra = [f"data.train.drop={cleaning['drop_file']}"] if cleaning and cleaning["drop_file"] else []
+    rows = reproduce(names, options, exports=exports, extra_overrides=extra)
+    peer = _measured_peer(splits, cleaning["drop"] if cleaning else frozenset())
+    uncleaned = _measured_peer(splits, frozenset()) if cleaning and cleaning["drop"] else None
+    combined = ensemble([row for row in rows if row["name"] in shipped]) if len(shipped) > 1 else None
+    reused = sum(run.get("reused", False) for row in rows for run in row["runs"])
+    reuse = (f" ({reused} of the {sum(len(row['runs']) for row in rows)} seed runs were finished by an earlier "
+             f"invocation in the same output folder and reused; the train time column counts their training)"
+             if reused else "")
+    facts = (f"{pretrained}{_cleaning_sentence(cleaning)}Command: `oar reproduce senta"
+             f"{f' --seeds {options.seeds}' if options.seeds > 1 else ''}`{reuse}. Wall time "
+             f"{(time.time() - start) / 60:.1f} min, CPU time {(time.process_time() - start_cpu) / 60:.1f} min in "
+             f"all; {machine_description()}; {datetime.date.today().isoformat()}.")
     vocab = {"vocab": vocab_file, "vocab_sha256": sha256_of(vocab_path)}
     models = {row["name"]: {"metrics": {"split": "test", "acc": round(row["test_acc"], 4),
                                         "macro_f1": round(row["test_macro_f1"], 4)},
@@ -138,12 +300,35 @@ def reproduce_senta(entry, options):
                                         **vocab}}
               for row in rows if row["name"] in shipped}
     own = models.pop(entry["name"])
-    return {**own, "models": models, "results_name": "senta", "results_text": results_table(rows, facts, peer)}
+    return {**own, "models": models, "results_name": "senta",
+            "results_text": results_table(rows, facts, peer, combined, uncleaned)}
 
 
-def _measured_peer():
-    """:func:`~zoo.reproduce.peers.sentiment_tfidf_peer`'s result, or None without scikit-learn."""
+def _cleaning(spec, splits, options):
+    """:func:`label_cleaning`'s result for the card's ``label_cleaning`` section (None: no cleaning)."""
+    if not spec:
+        return None
     try:
-        return sentiment_tfidf_peer()
+        return label_cleaning(splits, spec.get("thresholds", ()), spec.get("folds", 5),
+                              os.path.join(options.output_root, "label_cleaning"))
+    except ImportError as err:
+        raise ConfigError(f"reproduce.label_cleaning: {err}") from None
+
+
+def _cleaning_sentence(cleaning):
+    """A sentence for the table's facts on the label cleaning ("" without one)."""
+    if cleaning is None:
+        return ""
+    tried = ", ".join(f"{t:g}: {acc:.3f}" for t, acc in cleaning["dev_acc"].items())
+    return (f"Label cleaning: the training lines whose out-of-fold probability of their own label under the peer "
+            f"is below {cleaning['threshold']:g} are dropped ({cleaning['dropped']} lines) for the models and the "
+            f"peer alike; the threshold chosen on the peer's dev accuracy (threshold: dev acc, {tried}). ")
+
+
+def _measured_peer(splits, drop):
+    """:func:`~zoo.reproduce.peers.sentiment_tfidf_peer`'s result on ``splits`` without the training lines in
+    ``drop``, or None without scikit-learn."""
+    try:
+        return sentiment_tfidf_peer(splits, drop=drop)
     except ImportError:
         return None

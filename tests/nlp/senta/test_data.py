@@ -1,9 +1,12 @@
-"""The review corpus split rule, the real corpus counts and the user label-file reader."""
+"""The review corpus split rule, the real corpus counts, the drop files of label cleaning and the user
+label-file reader."""
 import pytest
 
+from framework.config import ConfigError
+from framework.errors import MissingFileError
 from framework.fetch import FetchError
 from nlp.senta.data import (LABEL_NAMES, SentimentFile, SentimentReviews, load_reviews, parse_label,
-                              read_label_file, split_reviews)
+                              read_drop_file, read_label_file, split_reviews, write_drop_file)
 from nlp.data.text import TextFormatError
 
 
@@ -44,6 +47,21 @@ def test_dataset_items_and_bad_split(corpus):
     assert dataset[0] == {"text": corpus["dev"][0][0], "label": corpus["dev"][0][1]}
     with pytest.raises(ValueError, match="split must be one of train, dev, test"):
         load_reviews("validation")
+
+
+def test_a_drop_file_leaves_its_lines_out_of_train_only(corpus, tmp_path):
+    path = str(tmp_path / "drop.txt")
+    dropped = [corpus["train"][i][0] for i in (0, 5, 13000)] + ["a text that is not in the corpus"]
+    write_drop_file(path, dropped)
+    assert read_drop_file(path) == set(dropped)
+    cleaned = SentimentReviews("train", drop=path)
+    assert len(cleaned) == 13888 - 3 and cleaned.drop == path
+    assert cleaned[0] == {"text": corpus["train"][1][0], "label": corpus["train"][1][1]}
+    assert not set(dropped) & {item["text"] for item in cleaned}
+    with pytest.raises(ConfigError, match="drop cleans the train split only, not 'test'"):
+        SentimentReviews("test", drop=path)
+    with pytest.raises(MissingFileError, match="drop file not found: .*none.txt"):
+        SentimentReviews("train", drop=str(tmp_path / "none.txt"))
 
 
 def test_label_file_reads_header_names_and_tabs_in_text(tmp_path):

@@ -6,7 +6,7 @@ import framework
 from framework.registry import MODELS
 from nlp.common import lengths_mask
 from nlp.senta.model import (NGramEmbedding, SentaBiLSTM, SentaBOW, SentaCNN, SentaGRU, SentaLSTM, hash_ngrams,
-                              masked_max)
+                              masked_max, pool_over_time)
 
 V = 40
 SMALL = {
@@ -26,6 +26,11 @@ SMALL = {
     "SentaLSTM-ngrams": {"emb_dim": 6, "hidden": 5, "hidden2": 4, "ngrams": 3, "buckets": 50},
     "SentaBiLSTM-ngrams": {"emb_dim": 6, "hidden": 5, "hidden2": 4, "ngrams": 3, "buckets": 50,
                            "pooling": "attention"},
+    "SentaCNN-maxmean": {"emb_dim": 6, "filters": 5, "window": 3, "hidden2": 4, "pooling": "maxmean",
+                         "ngrams": 2, "buckets": 50},
+    "SentaGRU-maxmean": {"emb_dim": 6, "hidden": 5, "hidden2": 4, "pooling": "maxmean"},
+    "SentaBiLSTM-maxmean": {"emb_dim": 6, "hidden": 5, "hidden2": 4, "pooling": "maxmean", "ngrams": 2,
+                            "buckets": 50},
 }
 
 
@@ -169,6 +174,16 @@ def test_masked_max_takes_valid_positions_only_and_routes_the_gradient_there():
     numpy.testing.assert_array_equal(h.grad.numpy(), [[[0, 0], [1, 1], [0, 0]], [[1, 1], [0, 0], [0, 0]]])
 
 
+def test_maxmean_pools_the_max_then_the_mean_of_valid_positions_and_doubles_the_features():
+    h = numpy.array([[[1.0, -5.0], [3.0, -4.0], [9.0, 9.0]], [[-2.0, -7.0], [8.0, 8.0], [8.0, 8.0]]], numpy.float32)
+    mask = lengths_mask(framework.to_tensor(numpy.zeros((2, 3), numpy.int64)), framework.to_tensor(numpy.array([2, 1])))
+    pooled = pool_over_time(framework.to_tensor(h), mask, "maxmean").numpy()
+    numpy.testing.assert_allclose(pooled, [[3.0, -4.0, 2.0, -4.5], [-2.0, -7.0, -2.0, -7.0]])
+    numpy.testing.assert_array_equal(pool_over_time(framework.to_tensor(h), mask, "max").numpy(), pooled[:, :2])
+    assert SentaBiLSTM(V, emb_dim=6, hidden=5, hidden2=4, pooling="maxmean").classifier.fc.weight.shape == (20, 4)
+    assert SentaCNN(V, emb_dim=6, filters=5, hidden2=4, pooling="maxmean").classifier.fc.weight.shape == (10, 4)
+
+
 def test_no_lengths_means_full_rows():
     model = SentaCNN(V, emb_dim=6, filters=5, hidden2=4)
     ids = numpy.array([[3, 4, 5], [6, 7, 8]])
@@ -200,7 +215,9 @@ def test_bad_constructor_arguments():
         SentaBOW(V, pooling="max")
     with pytest.raises(ValueError, match="window must be a positive odd number"):
         SentaCNN(V, window=4)
-    with pytest.raises(ValueError, match="pooling must be 'max' or 'attention'"):
+    with pytest.raises(ValueError, match="pooling must be 'max', 'maxmean' or 'attention'"):
         SentaLSTM(V, pooling="last")
+    with pytest.raises(ValueError, match="SentaCNN: pooling must be 'max' or 'maxmean'"):
+        SentaCNN(V, pooling="attention")
     with pytest.raises(ValueError, match=r"SentaCNN: need ngrams >= 1, and buckets >= 1 when ngrams > 1"):
         SentaCNN(V, ngrams=2)
