@@ -56,6 +56,7 @@ SUITES = {  # benchmark name -> module whose ``run_all(quick=False)`` measures i
     "video_models": "zoo.bench.video_models",
     "video_feature_models": "zoo.bench.video_feature_models",
     "scale": "zoo.bench.scale",
+    "slim": "zoo.bench.slim",
 }
 
 

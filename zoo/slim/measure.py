@@ -3,6 +3,8 @@
 - :func:`model_inputs`: the arrays a task's model is called with for a batch
   (recorded from ``task.predict_batch``), the inputs a traced program and an
   ONNX model take;
+- :func:`test_inputs`: those arrays for the first test examples one by one and
+  for a test batch of 64;
 - :func:`static_program`, :func:`export_program`: the traced program of the
   static path (exact passes) and the one exported to ONNX (batch norm folded);
 - :func:`timed`: median wall time of calls (after a warm-up), never asserted on;
@@ -12,6 +14,7 @@
   examples) and batch-64 throughput (examples/s) of a callable on those inputs;
 - :func:`test_metrics`: the task's metrics on its config's test split.
 """
+import itertools
 import statistics
 import time
 
@@ -20,7 +23,7 @@ from framework.engine import runner
 from framework.engine.task import to_tensors
 from framework.tensor import Tensor
 
-__all__ = ["model_inputs", "timed", "best_of", "speed", "test_metrics", "static_program", "export_program"]
+__all__ = ["model_inputs", "test_inputs", "timed", "best_of", "speed", "test_metrics", "static_program", "export_program"]
 
 
 class _Recorder:
@@ -48,6 +51,18 @@ def model_inputs(task, batch):
     return recorder.args
 
 
+def _test_loader(task, cfg, size):
+    train_cfg = {**runner.check_sections(cfg), "eval_batch_size": size}
+    return runner.build_loader(runner.build_dataset(cfg, "test"), task, train_cfg, training=False)
+
+
+def test_inputs(task, cfg, singles=10, batch=64):
+    """``(singles, batch)``: the model inputs (:func:`model_inputs`) of the first ``singles`` test examples one
+    by one, and of the first test batch of ``batch``."""
+    ones = [model_inputs(task, one) for one in itertools.islice(_test_loader(task, cfg, 1), singles)]
+    return ones, model_inputs(task, next(iter(_test_loader(task, cfg, batch))))
+
+
 def static_program(task, inputs):
     """The model traced (exact passes) on ``inputs`` with the task's dynamic axes: oar's static path."""
     return jit.trace(task.model, inputs, dynamic_axes=task.dynamic_axes, passes=jit.EXACT_PASSES)
@@ -71,16 +86,19 @@ def timed(call, args, repeats):
 
 
 def best_of(calls, rounds):
-    """``{name: shortest seconds}`` of ``calls`` (``{name: (call, args)}``), each called once to warm up, then
-    all in turn for ``rounds`` rounds."""
-    best = {}
+    """``{name: {"wall", "cpu"}}``: the shortest wall time and the shortest process CPU time (seconds) of each
+    of ``calls`` (``{name: (call, args)}``), each called once to warm up, then all in turn for ``rounds``
+    rounds. On one thread the CPU time leaves out the time the process waited for a core, the steadier
+    figure on a shared machine."""
+    best = {name: {"wall": float("inf"), "cpu": float("inf")} for name in calls}
     for call, args in calls.values():
         call(*args)
     for _ in range(rounds):
         for name, (call, args) in calls.items():
-            start = time.perf_counter()
+            wall, cpu = time.perf_counter(), time.process_time()
             call(*args)
-            best[name] = min(best.get(name, float("inf")), time.perf_counter() - start)
+            best[name]["wall"] = min(best[name]["wall"], time.perf_counter() - wall)
+            best[name]["cpu"] = min(best[name]["cpu"], time.process_time() - cpu)
     return best
 
 
