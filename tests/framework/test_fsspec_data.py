@@ -10,6 +10,7 @@ import sys
 import threading
 
 import fsspec
+import fsspec.config
 import pytest
 
 from framework.errors import MissingFileError
@@ -98,9 +99,45 @@ def test_missing_and_unreachable_urls_are_one_clear_error(served):
         read_bytes("memory://oar-test/absent.txt")
 
 
-def test_s3_through_a_local_server():
-    pytest.importorskip("moto.server", reason="moto's S3 server is not installed (pip install 'moto[server]' s3fs)")
-    pytest.importorskip("s3fs", reason="s3fs is not installed")
+@pytest.fixture()
+def s3_server(monkeypatch):
+    """A local S3-compatible server (moto's, on a loopback port) with a bucket ``oar-test``; this process and the
+    ``oar`` it starts reach it through fsspec's environment config (``FSSPEC_S3_ENDPOINT_URL``) and the usual AWS
+    variables, as a user pointing oar at their own S3 service would."""
+    server_module = pytest.importorskip("moto.server", reason="moto's S3 server is not installed (the dev extra has it)")
+    pytest.importorskip("s3fs", reason="s3fs is not installed (the dev extra has it)")
+    server = server_module.ThreadedMotoServer(ip_address="127.0.0.1", port=closed_port(), verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    for name, value in {"AWS_ACCESS_KEY_ID": "oar-test-key", "AWS_SECRET_ACCESS_KEY": "oar-test-secret-zz9",
+                        "AWS_DEFAULT_REGION": "us-east-1", "FSSPEC_S3_ENDPOINT_URL": endpoint}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setitem(fsspec.config.conf, "s3", {"endpoint_url": endpoint})     # fsspec read the env at import
+    fs = fsspec.filesystem("s3", endpoint_url=endpoint, skip_instance_cache=True)
+    fs.mkdir("oar-test")
+    yield fs
+    server.stop()
+
+
+def test_s3_through_a_local_server(s3_server, tmp_path):
+    """A labelled file in an S3 bucket: read by oar's reader, trained on by ``oar train`` in its own process; a
+    missing key is one line that shows neither the key pair nor the secret."""
+    with open(os.path.join(ROOT, "examples", "sentiment.tsv"), "rb") as f:
+        data = f.read()
+    s3_server.pipe("oar-test/reviews.tsv", data)
+    assert read_bytes("s3://oar-test/reviews.tsv") == data
+    assert isfile("s3://oar-test/reviews.tsv") and not isfile("s3://oar-test/absent.tsv")
+    proc = run_oar("train", "-c", "configs/examples/sentiment_own_data.yaml", "--output_dir", str(tmp_path / "run"),
+                   "-o", "data.train.path=s3://oar-test/reviews.tsv", "train.epochs=1")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (tmp_path / "run" / "best.npz").exists() or (tmp_path / "run" / "last.npz").exists()
+    proc = run_oar("train", "-c", "configs/examples/sentiment_own_data.yaml", "--output_dir", str(tmp_path / "gone"),
+                   "-o", "data.train.path=s3://oar-test/absent.tsv")
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("oar: error:") and "s3://oar-test/absent.tsv" in lines[0], lines
+    assert "oar-test-key" not in proc.stderr and "oar-test-secret-zz9" not in proc.stderr
 
 
 def run_oar(*args, cwd=ROOT):
