@@ -45,14 +45,15 @@ from ..slim.onnx_int8 import quantize_onnx
 from ..slim.source import batches_of, open_source
 from .op_profile import seconds_by_op
 
-__all__ = ["run_all", "int8_speedups", "prune_speedups", "onnx_profile", "static_profile"]
+__all__ = ["run_all", "Subject", "float_and_int8", "int8_speedups", "prune_speedups", "onnx_profile",
+           "static_profile"]
 
 CALIBRATION = 16
 TARGETS = (0.25, 0.5, 0.75)
 MULTIPLE = 8
 
 
-class _Model:
+class Subject:
     """A model to compress: ``model`` (eval mode), ``inputs`` ``(one, batch)`` (tuples of arrays),
     ``calibration`` (list of input tuples of one example) and its dynamic axes."""
 
@@ -73,7 +74,7 @@ def _resnet50(batch):
     model.eval()
     rng = numpy.random.default_rng(0)
     images = rng.standard_normal((batch + CALIBRATION, 3, 224, 224), dtype=numpy.float32)
-    return _Model("resnet50", model, (images[:1],), (images[:batch],),
+    return Subject("resnet50", model, (images[:1],), (images[:batch],),
                   [(images[batch + i:batch + i + 1],) for i in range(CALIBRATION)])
 
 
@@ -82,7 +83,7 @@ def _tsm(batch):
     _, clips = test_inputs(source.task, source.cfg, 0, batch)
     calibration = [model_inputs(source.task, b) for b in batches_of(source, "train", CALIBRATION, "calibration")]
     calibration = [tuple(a[i:i + 1] for a in args) for args in calibration for i in range(len(args[0]))]
-    return _Model("tsm_synth", source.model, tuple(a[:1] for a in clips), clips, calibration[:CALIBRATION],
+    return Subject("tsm_synth", source.model, tuple(a[:1] for a in clips), clips, calibration[:CALIBRATION],
                   source.task.dynamic_axes)
 
 
@@ -92,7 +93,9 @@ def _export(subject, model, path):
     return [spec.name for spec in program.inputs]
 
 
-def _float_and_int8(subject, folder):
+def float_and_int8(subject, folder):
+    """``(float path, int8 path)``: the subject's float ONNX model (batch norm folded) and ONNX Runtime's int8
+    model of it (:func:`zoo.slim.onnx_int8.quantize_onnx`, abs-max calibration), written into ``folder``."""
     float_path, int8_path = os.path.join(folder, "float.onnx"), os.path.join(folder, "int8.onnx")
     names = _export(subject, subject.model, float_path)
     quantize_onnx(float_path, int8_path, "static", [dict(zip(names, args)) for args in subject.calibration],
@@ -191,7 +194,7 @@ def _profiles(subject, paths, programs, runs):
 
 def _bench(subject, rounds, runs):
     with tempfile.TemporaryDirectory() as folder:
-        float_path, int8_path = _float_and_int8(subject, folder)
+        float_path, int8_path = float_and_int8(subject, folder)
         pruned, half = prune_speedups(subject, folder, rounds)
         paths = {"float": float_path, "int8": int8_path}
         programs = {"float": subject.program()}
