@@ -21,6 +21,11 @@ from .graph import converts
 _GEMMS = (ConvNd, Linear, MatMul, SequenceLinear)
 
 
+def has_int8_activations(program):
+    """True when some op of ``program`` rounds an activation to the int8 grid (``FakeQuantize``)."""
+    return any(node.cls is FakeQuantize for node in program)
+
+
 @converts(DequantizeWeight)
 def dequantize_weight_converter(g, node, inputs):
     """int8 weights as DequantizeLinear before a GEMM, else the dequantised float32 array."""
