@@ -18,7 +18,7 @@ seeded at random: time depends on the shapes only) and the zoo's ``tsm_synth``
 - ``profiles``: per-op time of the float, int8 and 50 %-pruned models at batch 1
   and 64: ONNX Runtime's own profiler (``SessionOptions.enable_profiling``, summed
   by op type) and the oar static path (:func:`zoo.bench.op_profile.seconds_by_op`,
-  by op family).
+  by op family and by kernel function: im2col apart from the GEMMs).
 
 Every speed-up times the models it compares in turn in one loop
 (:func:`zoo.slim.measure.best_of`: best of several rounds), so a loaded machine
@@ -179,9 +179,10 @@ def onnx_profile(path, args, runs):
 
 
 def static_profile(program, args):
-    """Seconds by op family of one call of the static ``program`` (after a warm-up call)."""
+    """Seconds by op family and by kernel function (im2col, the GEMMs) of one call of the static ``program``
+    (after a warm-up call)."""
     program(*args)
-    return seconds_by_op(lambda: program(*args))
+    return seconds_by_op(lambda: program(*args), kernels=True)
 
 
 def _profiles(subject, paths, programs, runs):
