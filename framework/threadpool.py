@@ -19,6 +19,7 @@ The thread count is ``OAR_NUM_THREADS``, else ``OMP_NUM_THREADS`` or
 installed, BLAS too. Work smaller than :data:`MIN_CHUNK_ELEMENTS` per chunk runs
 in the calling thread, as does any call made from inside a chunk.
 """
+import math
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -143,6 +144,8 @@ def elementwise(ufunc, *operands, out=None, dtype=None):
     if not arrays or not all(isinstance(a, (numpy.ndarray, numpy.generic, int, float)) for a in operands):
         return ufunc(*operands) if out is None else ufunc(*operands, out=out)
     shape = numpy.broadcast_shapes(*(a.shape for a in arrays))
+    if out is None and dtype is None and (num_threads() == 1 or math.prod(shape) < 2 * MIN_CHUNK_ELEMENTS):
+        return ufunc(*operands, order="C")                  # one plain call: nothing to split
     if out is None:
         if dtype is None:
             dtype = ufunc(*(a.ravel()[:1] if isinstance(a, numpy.ndarray) else a for a in operands)).dtype

@@ -204,8 +204,12 @@ class Program:
                 frees[index].append(slot)
         for index, node in enumerate(self._nodes):      # an output nobody reads is dropped at once
             frees[index].extend(s for s in node.outputs if s not in last_use and s not in keep)
-        self._plan = [(node.cls, node.inputs, node.attrs, has_markers(node.attrs), node.outputs, node.multi,
+        # an op's attributes: fixed (0), following the input sizes only (1: resolved once per set of sizes and
+        # kept, see _sized_attrs), or reading other slots (2: resolved on every call)
+        self._plan = [(node.cls, node.inputs, node.attrs,
+                       2 if ref_slots(node.attrs) else int(has_markers(node.attrs)), node.outputs, node.multi,
                        tuple(free)) for node, free in zip(self._nodes, frees)]
+        self._resolved = {}
 
     def to(self, device):
         """Move the values to ``device`` ('cpu' or 'gpu'); returns self."""
@@ -267,9 +271,16 @@ class Program:
         env[:len(arrays)] = arrays
         for slot, array in self.values.items():
             env[slot] = array
-        for cls, inputs, attrs, dynamic, outputs, multi, free in self._plan:
+        sized = self._sized_attrs(sizes)
+        for index, (cls, inputs, attrs, dynamic, outputs, multi, free) in enumerate(self._plan):
             fn = cls.__new__(cls)
-            fn.__dict__.update(resolve(attrs, env, sizes) if dynamic else attrs)
+            if dynamic == 1:
+                if index not in sized:
+                    sized[index] = resolve(attrs, env, sizes)
+                attrs = sized[index]
+            elif dynamic == 2:
+                attrs = resolve(attrs, env, sizes)
+            fn.__dict__.update(attrs)
             fn.xp = xp
             out = fn.forward(*[env[s] for s in inputs])
             if multi:
@@ -280,6 +291,19 @@ class Program:
             for slot in free:
                 env[slot] = None
         return build_outputs(self.outputs, env)
+
+    _SIZES_KEPT = 32          # sets of input sizes whose resolved attributes are kept (a server sees many)
+
+    def _sized_attrs(self, sizes):
+        """``{node index: attributes}`` already resolved for ``sizes`` ({symbol: int}), filled as nodes run; the
+        last ``_SIZES_KEPT`` sets of sizes are kept, so a repeated shape skips the size arithmetic."""
+        key = tuple(sorted(sizes.items()))
+        kept = self._resolved.get(key)
+        if kept is None:
+            if len(self._resolved) >= self._SIZES_KEPT:
+                self._resolved.pop(next(iter(self._resolved)))
+            kept = self._resolved[key] = {}
+        return kept
 
     # ---- description --------------------------------------------------------------------------------------
     def op_counts(self):

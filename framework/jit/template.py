@@ -43,14 +43,19 @@ class SizeExpr:
     :meth:`evaluate` refuses a non-integral result.
     """
 
-    __slots__ = ("constant", "terms")
+    __slots__ = ("constant", "terms", "_int_terms")
 
     def __init__(self, constant, terms):
         self.constant = fractions.Fraction(constant)
         self.terms = tuple((fractions.Fraction(c), tuple(symbols)) for c, symbols in terms if c)
+        integral = self.constant.denominator == 1 and all(c.denominator == 1 for c, _ in self.terms)
+        self._int_terms = (int(self.constant), tuple((int(c), s) for c, s in self.terms)) if integral else None
 
     def evaluate(self, sizes):
         """The int for ``sizes`` ({symbol: int})."""
+        if self._int_terms is not None:                # integer coefficients (the usual case): int arithmetic
+            constant, terms = self._int_terms
+            return constant + sum(c * math.prod(sizes[s] for s in symbols) for c, symbols in terms)
         value = self.constant + sum(c * math.prod(sizes[s] for s in symbols) for c, symbols in self.terms)
         if value.denominator != 1:
             raise TemplateError(f"size {self} is not an integer for sizes {sizes}")
