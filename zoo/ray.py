@@ -32,6 +32,7 @@ never lost or written twice (tested by killing an actor mid-run).
 import json
 import os
 
+from framework.engine.batching import WINDOW_BATCHES
 from framework.errors import UserError
 
 from .usage import UsageError
@@ -232,8 +233,9 @@ def run(args, name, options):
     context = ray.data.DataContext.get_current()
     context.execution_options.verbose_progress = False
     try:
-        ds = read_lines(args.input_file, encoding=args.encoding, block_lines=max(args.batch_size * 4, 256),
-                        num_cpus=0)
+        # a block as long as the in-process path's sorting window: as little padding, and few tasks to schedule
+        ds = read_lines(args.input_file, encoding=args.encoding,
+                        block_lines=max(args.batch_size * WINDOW_BATCHES, 256), num_cpus=0)
         ds = ds.map_batches(Predictor, fn_constructor_kwargs=dict(
             name_or_dir=name, batch_size=args.batch_size, runtime=args.runtime, device=args.device,
             static=not args.eager, as_json=True, **options),
