@@ -53,12 +53,7 @@ def load_config(path, overrides=None, bases=True):
     come from elsewhere): a ``_base_`` in it is refused rather than followed to another file.
     Returns a plain dict with ``"_source_"`` set to ``path``.
     """
-    if not bases:
-        data = _read_yaml(os.fspath(path), referrer=None)
-        if "_base_" in data:
-            raise ConfigError(f"{path}: a run's resolved config cannot name a _base_ (it holds every section "
-                              f"itself); refusing to read other files through it")
-    cfg = _load_file(os.fspath(path), chain=(), referrer=None)
+    cfg = _load_file(os.fspath(path), chain=(), referrer=None, bases=bases)
     if overrides:
         cfg = apply_overrides(cfg, overrides)
     cfg = resolve_references(cfg, os.fspath(path))
@@ -66,12 +61,15 @@ def load_config(path, overrides=None, bases=True):
     return cfg
 
 
-def _load_file(path, chain, referrer):
+def _load_file(path, chain, referrer, bases=True):
     real = os.path.realpath(path)
     if real in chain:
         cycle = " -> ".join(os.path.basename(p) for p in chain + (real,))
         raise ConfigError(f"config inheritance cycle: {cycle} (via _base_ of {referrer})")
     data = _read_yaml(path, referrer)
+    if not bases and "_base_" in data:
+        raise ConfigError(f"{path}: a run's resolved config cannot name a _base_ (it holds every section "
+                          f"itself); refusing to read other files through it")
     bases = data.pop("_base_", [])
     if isinstance(bases, str):
         bases = [bases]

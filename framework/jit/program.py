@@ -204,10 +204,7 @@ class Program:
                 frees[index].append(slot)
         for index, node in enumerate(self._nodes):      # an output nobody reads is dropped at once
             frees[index].extend(s for s in node.outputs if s not in last_use and s not in keep)
-        # an op's attributes: fixed (0), following the input sizes only (1: resolved once per set of sizes and
-        # kept, see _sized_attrs), or reading other slots (2: resolved on every call)
-        self._plan = [(node.cls, node.inputs, node.attrs,
-                       2 if ref_slots(node.attrs) else int(has_markers(node.attrs)), node.outputs, node.multi,
+        self._plan = [(node.cls, node.inputs, node.attrs, _attrs_kind(node.attrs), node.outputs, node.multi,
                        tuple(free)) for node, free in zip(self._nodes, frees)]
         self._resolved = {}
 
@@ -274,11 +271,11 @@ class Program:
         sized = self._sized_attrs(sizes)
         for index, (cls, inputs, attrs, dynamic, outputs, multi, free) in enumerate(self._plan):
             fn = cls.__new__(cls)
-            if dynamic == 1:
+            if dynamic == _SIZED:
                 if index not in sized:
                     sized[index] = resolve(attrs, env, sizes)
                 attrs = sized[index]
-            elif dynamic == 2:
+            elif dynamic == _READS_SLOTS:
                 attrs = resolve(attrs, env, sizes)
             fn.__dict__.update(attrs)
             fn.xp = xp
@@ -317,6 +314,17 @@ class Program:
         inputs = ", ".join(f"{s.name}: {s.describe()}" for s in self.inputs)
         size = sum(int(a.nbytes) for a in self.values.values())
         return f"Program({inputs}; {len(self.nodes)} ops, {len(self.values)} values, {size / 1e6:.1f} MB)"
+
+
+_FIXED, _SIZED, _READS_SLOTS = range(3)
+
+
+def _attrs_kind(attrs):
+    """How a node's attributes are had at replay: as recorded (``_FIXED``), resolved once per set of input sizes
+    and kept (``_SIZED``, see ``Program._sized_attrs``), or resolved on every call (``_READS_SLOTS``)."""
+    if ref_slots(attrs):
+        return _READS_SLOTS
+    return _SIZED if has_markers(attrs) else _FIXED
 
 
 def build_outputs(tree, values):

@@ -39,23 +39,18 @@ class Ref:
 class SizeExpr:
     """An int that follows the size symbols: ``constant + sum(coefficient * product of symbols)``.
 
-    ``terms`` is a tuple of ``(coefficient, (symbol, ...))`` with Fraction coefficients;
+    ``terms`` is a tuple of ``(coefficient, (symbol, ...))``, each coefficient an int or a Fraction;
     :meth:`evaluate` refuses a non-integral result.
     """
 
-    __slots__ = ("constant", "terms", "_int_terms")
+    __slots__ = ("constant", "terms")
 
     def __init__(self, constant, terms):
-        self.constant = fractions.Fraction(constant)
-        self.terms = tuple((fractions.Fraction(c), tuple(symbols)) for c, symbols in terms if c)
-        integral = self.constant.denominator == 1 and all(c.denominator == 1 for c, _ in self.terms)
-        self._int_terms = (int(self.constant), tuple((int(c), s) for c, s in self.terms)) if integral else None
+        self.constant = _exact(constant)
+        self.terms = tuple((_exact(c), tuple(symbols)) for c, symbols in terms if c)
 
     def evaluate(self, sizes):
         """The int for ``sizes`` ({symbol: int})."""
-        if self._int_terms is not None:                # integer coefficients (the usual case): int arithmetic
-            constant, terms = self._int_terms
-            return constant + sum(c * math.prod(sizes[s] for s in symbols) for c, symbols in terms)
         value = self.constant + sum(c * math.prod(sizes[s] for s in symbols) for c, symbols in self.terms)
         if value.denominator != 1:
             raise TemplateError(f"size {self} is not an integer for sizes {sizes}")
@@ -84,6 +79,13 @@ class SizeExpr:
                                                      for c, symbols in value["terms"]])
         except (KeyError, TypeError, ValueError, ZeroDivisionError) as err:
             raise TemplateError(f"a size expression must be {{'constant', 'terms'}}, got {value!r} ({err})") from None
+
+
+def _exact(value):
+    """``value`` as an int when it is a whole number (int arithmetic when every coefficient is, the usual case),
+    else as a Fraction."""
+    value = fractions.Fraction(value)
+    return int(value) if value.denominator == 1 else value
 
 
 def _fraction_json(value):
