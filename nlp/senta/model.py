@@ -285,8 +285,8 @@ class _SentaRNN(_Senta):
             raise ValueError(f"{type(self).__name__}: pooling must be 'max', 'maxmean' or 'attention', "
                              f"got {pooling!r}")
         features = hidden * (2 if direction == "bidirect" else 1)
-        super().__init__(vocab_size, emb_dim, _pooled_width(pooling, features), hidden2, num_classes, padding_idx, dropout, ngrams, buckets,
-                         token_dropout, pretrained)
+        super().__init__(vocab_size, emb_dim, _pooled_width(pooling, features), hidden2, num_classes, padding_idx,
+                         dropout, ngrams, buckets, token_dropout, pretrained)
         rnn = nn.GRU if cell == "gru" else nn.LSTM
         self.rnn = rnn(emb_dim, hidden, direction=direction)
         self.pooling = pooling
