@@ -34,12 +34,11 @@ __all__ = ["gru_forward_run", "gru_backward_run", "lstm_forward_run", "lstm_back
 
 
 @kernel()
-def gru_forward_run(x, bias, lengths, order, active, base, w_ur, w_c, h0, reverse, origin_mode, hidden, col, last,
+def gru_forward_run(x, bias, lengths, order, active, w_ur, w_c, h0, reverse, origin_mode, hidden, col, last,
                     save, states, ur_out, c_out, rh_out, s):
-    """One GRU run over rows ``base`` … of the row order. x (N, T, 3D) projected input, bias (3D,) (bias_hh),
-    lengths (N,) int64, order (n,) int64 (this part's rows), active (T,) int64 (this part's running rows), w_ur
-    (D, 2D), w_c (D, D), h0 (N, D) batch order; writes hidden[:, :, col:col+D] (N, T, W) and last (N, D) (batch
-    order) of its rows, and with ``save`` rows base … of run ``s`` of states/ur_out/c_out/rh_out (row order)."""
+    """One GRU run. x (N, T, 3D) projected input, bias (3D,) (bias_hh), lengths/order (N,) int64, active (T,)
+    int64, w_ur (D, 2D), w_c (D, D), h0 (N, D) batch order; writes hidden[:, :, col:col+D] (N, T, W) and
+    last (N, D) (batch order), and with ``save`` run ``s`` of states/ur_out/c_out/rh_out (row order)."""
     n_rows, d = order.shape[0], w_c.shape[0]
     h = numpy.empty((n_rows, d), dtype=x.dtype)
     for i in range(n_rows):
@@ -79,9 +78,8 @@ def gru_forward_run(x, bias, lengths, order, active, base, w_ur, w_c, h0, revers
             for j in range(d):
                 out[j] = hi[j]
             if save:
-                row = base + i
-                saved_h, saved_c, saved_rh, saved_ur = states[t + 1, s, row], c_out[t, s, row], \
-                    rh_out[t, s, row], ur_out[t, s, row]
+                saved_h, saved_c, saved_rh, saved_ur = states[t + 1, s, i], c_out[t, s, i], rh_out[t, s, i], \
+                    ur_out[t, s, i]
                 for j in range(d):
                     saved_h[j] = hi[j]
                     saved_c[j] = aci[j]
@@ -93,23 +91,20 @@ def gru_forward_run(x, bias, lengths, order, active, base, w_ur, w_c, h0, revers
 
 
 @kernel()
-def gru_backward_run(states, ur, c, active, base, w_ur, w_c, grad_states, origin_mode, grad_ur, grad_c, grad_h,
-                     s):
-    """BPTT of run ``s`` over rows ``base`` … (``active``: this part's running rows per step): states, ur, c
-    as saved (row order), w_ur (D, 2D), w_c (D, D), grad_states (T, S, N, D); writes grad_ur (T, S, N, 2D) and
-    grad_c (T, S, N, D) on its active rows, and turns its rows of grad_h (N, D) from dL/d(last states) into
-    dL/dh0 (all row order)."""
+def gru_backward_run(states, ur, c, active, w_ur, w_c, grad_states, origin_mode, grad_ur, grad_c, grad_h, s):
+    """BPTT of run ``s``: states, ur, c as saved (row order), w_ur (D, 2D), w_c (D, D), grad_states (T, S, N, D);
+    writes grad_ur (T, S, N, 2D) and grad_c (T, S, N, D) on active rows, and turns grad_h (N, D) from dL/d(last
+    states) into dL/dh0 (all row order)."""
     d = w_c.shape[0]
-    grh = numpy.empty((active[0] if active.shape[0] else 0, d), dtype=grad_h.dtype)
-    own_h = grad_h[base:]
+    n_rows = grad_h.shape[0]
+    grh = numpy.empty((n_rows, d), dtype=grad_h.dtype)
     for t in range(active.shape[0] - 1, -1, -1):
         m = active[t]
         if m == 0:
             continue
         for i in range(m):
-            row = base + i
-            gh, gs, u, cc, hp = own_h[i], grad_states[t, s, row], ur[t, s, row], c[t, s, row], states[t, s, row]
-            gu, gc = grad_ur[t, s, row], grad_c[t, s, row]
+            gh, gs, u, cc, hp = grad_h[i], grad_states[t, s, i], ur[t, s, i], c[t, s, i], states[t, s, i]
+            gu, gc = grad_ur[t, s, i], grad_c[t, s, i]
             for j in range(d):
                 g = gh[j] + gs[j]
                 du = u[j] * (1 - u[j])
@@ -122,24 +117,21 @@ def gru_backward_run(states, ur, c, active, base, w_ur, w_c, grad_states, origin
                     gu[j] = g * (cc[j] - hp[j]) * du
                     gc[j] = g * u[j] * dc
                     gh[j] = g * (1 - u[j])
-        gemm(m, grad_c[t, s, base:], w_c, True, 0, grh)          # dL/d(r * h_prev)
+        gemm(m, grad_c[t, s], w_c, True, 0, grh)          # dL/d(r * h_prev)
         for i in range(m):
-            row = base + i
-            r, gr, hp, gh, g = ur[t, s, row, d:], grad_ur[t, s, row, d:], states[t, s, row], own_h[i], grh[i]
+            r, gr, hp, gh, g = ur[t, s, i, d:], grad_ur[t, s, i, d:], states[t, s, i], grad_h[i], grh[i]
             for j in range(d):
                 gr[j] = g[j] * hp[j] * r[j] * (1 - r[j])
                 gh[j] += g[j] * r[j]
-        gemm(m, grad_ur[t, s, base:], w_ur, True, 1, own_h)     # += d[u | r] @ W_ur^T
+        gemm(m, grad_ur[t, s], w_ur, True, 1, grad_h)     # += d[u | r] @ W_ur^T
 
 
 @kernel()
-def lstm_forward_run(x, bias, lengths, order, active, base, w, h0, c0, reverse, hidden, col, last_h, last_c,
+def lstm_forward_run(x, bias, lengths, order, active, w, h0, c0, reverse, hidden, col, last_h, last_c,
                      save, hidden_out, cells_out, gates_out, tanh_out, s):
-    """One LSTM run over rows ``base`` … of the row order (``order``, ``active``: this part's rows and running
-    rows per step, as for :func:`gru_forward_run`). x (N, T, 4D), bias (4D,), lengths (N,), w (D, 4D), h0/c0
-    (N, D) batch order; writes hidden[:, :, col:col+D], last_h/last_c (N, D) of its rows, and with ``save`` its
-    rows of run ``s`` of hidden_out/cells_out (T+1, S, N, D), gates_out (T, S, N, 4D), tanh_out (T, S, N, D)
-    (row order)."""
+    """One LSTM run. x (N, T, 4D), bias (4D,), lengths/order (N,), active (T,), w (D, 4D), h0/c0 (N, D) batch
+    order; writes hidden[:, :, col:col+D], last_h/last_c (N, D), and with ``save`` run ``s`` of
+    hidden_out/cells_out (T+1, S, N, D), gates_out (T, S, N, 4D), tanh_out (T, S, N, D) (row order)."""
     n_rows, d = order.shape[0], w.shape[0]
     h = numpy.empty((n_rows, d), dtype=x.dtype)
     cs = numpy.empty((n_rows, d), dtype=x.dtype)
@@ -176,14 +168,12 @@ def lstm_forward_run(x, bias, lengths, order, active, base, w, h0, c0, reverse, 
             for j in range(d):
                 out[j] = hi[j]
             if save:
-                row = base + i
-                saved_tc, saved_h, saved_c = tanh_out[t, s, row], hidden_out[t + 1, s, row], \
-                    cells_out[t + 1, s, row]
+                saved_tc, saved_h, saved_c = tanh_out[t, s, i], hidden_out[t + 1, s, i], cells_out[t + 1, s, i]
                 for j in range(d):
                     saved_tc[j] = tc[j]
                     saved_h[j] = hi[j]
                     saved_c[j] = ci[j]
-                saved_gates = gates_out[t, s, row]
+                saved_gates = gates_out[t, s, i]
                 for j in range(4 * d):
                     saved_gates[j] = ai[j]
     for i in range(n_rows):
@@ -192,24 +182,21 @@ def lstm_forward_run(x, bias, lengths, order, active, base, w, h0, c0, reverse, 
 
 
 @kernel()
-def lstm_backward_run(cells, gates, tanh_c, active, base, w, grad_states, grad_x, grad_h, grad_c, s):
-    """BPTT of run ``s`` over rows ``base`` … (``active``: this part's running rows per step): cells (T+1, S,
-    N, D), gates (T, S, N, 4D), tanh_c (T, S, N, D) as saved, w (D, 4D), grad_states (T, S, N, D); writes
-    grad_x (T, S, N, 4D) on its active rows and turns its rows of grad_h, grad_c (N, D) from dL/d(last states)
-    into dL/d(h0, c0) (row order)."""
+def lstm_backward_run(cells, gates, tanh_c, active, w, grad_states, grad_x, grad_h, grad_c, s):
+    """BPTT of run ``s``: cells (T+1, S, N, D), gates (T, S, N, 4D), tanh_c (T, S, N, D) as saved, w (D, 4D),
+    grad_states (T, S, N, D); writes grad_x (T, S, N, 4D) on active rows and turns grad_h, grad_c (N, D) from
+    dL/d(last states) into dL/d(h0, c0) (row order)."""
     d = w.shape[0]
     gh = numpy.empty(d, dtype=grad_h.dtype)
-    own_h = grad_h[base:]
     for t in range(active.shape[0] - 1, -1, -1):
         m = active[t]
         if m == 0:
             continue
         for i in range(m):
-            row = base + i
-            g, gx, tc, cp = gates[t, s, row], grad_x[t, s, row], tanh_c[t, s, row], cells[t, s, row]
+            g, gx, tc, cp = gates[t, s, i], grad_x[t, s, i], tanh_c[t, s, i], cells[t, s, i]
             ig, fg, og = g[d:2 * d], g[2 * d:3 * d], g[3 * d:]
             gx_i, gx_f, gx_o = gx[d:2 * d], gx[2 * d:3 * d], gx[3 * d:]
-            hi, ci, gs = own_h[i], grad_c[row], grad_states[t, s, row]
+            hi, ci, gs = grad_h[i], grad_c[i], grad_states[t, s, i]
             for j in range(d):
                 gh[j] = hi[j] + gs[j]
             for j in range(d):
@@ -221,7 +208,7 @@ def lstm_backward_run(cells, gates, tanh_c, active, base, w, grad_states, grad_x
             for j in range(d):
                 gx_f[j] = ci[j] * fg[j] * (1 - fg[j]) * cp[j]
                 ci[j] *= fg[j]
-        gemm(m, grad_x[t, s, base:], w, True, 0, own_h)          # dL/dh_prev = gates' grads @ W^T
+        gemm(m, grad_x[t, s], w, True, 0, grad_h)          # dL/dh_prev = gates' grads @ W^T
 
 
 # ---- callers ----------------------------------------------------------------------------------------------------
@@ -238,40 +225,24 @@ def active_counts(lengths, num_steps):
     return (len(lengths) - numpy.cumsum(ends)).astype(numpy.int64)
 
 
-MIN_PART_ROWS = 8
+def _each_run(fn, runs):
+    """fn(s) for every run s, the runs spread over the CPU threads (one direction each) when there are several;
+    then each thread's BLAS GEMMs run on one thread (:func:`one_blas_thread`). The calling thread sets that
+    before the runs start and restores it after they all end: where the BLAS keeps the setting for the whole
+    process (OpenBLAS's pthreads build does), threads that each set and restored it would race, and could
+    leave every later GEMM of the process on one thread.
 
-
-def _row_parts(active, runs, n):
-    """[(base, stop, active)]: the ranges of the row order [0, n) a run's rows are split into, and each one's
-    running rows per step (T,) int64. With more CPU threads than runs, each run's rows are cut into threads // runs parts of
-    about equal work (row-steps; at least :data:`MIN_PART_ROWS` rows each), so one direction also uses every
-    core; else one part of all rows."""
+    (Splitting one direction's rows over the threads instead was measured slower on two cores than one
+    direction on one thread whose step GEMMs use both: 24 + 41 ms against 20 + 33 ms for an LSTM's forward
+    and backward over 64 x 100 steps, hidden 128.)"""
     from ... import threadpool
-    rows = int(active[0]) if active.shape[0] else 0
-    count = min(threadpool.num_threads() // runs, rows // MIN_PART_ROWS)
-    if count <= 1:
-        return [(0, n, active)]
-    work = numpy.cumsum((active[None, :] > numpy.arange(rows)[:, None]).sum(axis=1))   # row-steps of rows 0..i
-    cuts = numpy.searchsorted(work, work[-1] * numpy.arange(1, count) / count).tolist()
-    edges = sorted({0, n, *(min(max(c, MIN_PART_ROWS), rows - MIN_PART_ROWS) for c in cuts)})
-    return [(start, stop, numpy.clip(active - start, 0, stop - start)) for start, stop in zip(edges[:-1], edges[1:])]
-
-
-def _each_part(fn, runs, active, n):
-    """fn(s, base, stop, active) for every run s and part of its rows (:func:`_row_parts`), the parts spread
-    over the CPU threads when there are several; then each thread's BLAS GEMMs run on one thread
-    (:func:`one_blas_thread`). The calling thread sets that before the parts start and restores it after
-    they all end: where the BLAS keeps the setting for the whole process (OpenBLAS's pthreads build does),
-    threads that each set and restored it would race, and could leave every later GEMM on one thread."""
-    from ... import threadpool
-    parts = [(s, *part) for s in range(runs) for part in _row_parts(active, runs, n)]
-    if len(parts) > 1 and threadpool.num_threads() > 1:
+    if runs > 1 and threadpool.num_threads() > 1:
         one_blas_thread(lambda: threadpool.run_chunks(
-            lambda start, stop: one_blas_thread(lambda: [fn(*p) for p in parts[start:stop]]), len(parts),
+            lambda start, stop: one_blas_thread(lambda: [fn(s) for s in range(start, stop)]), runs,
             elements_per_index=threadpool.MIN_CHUNK_ELEMENTS))
     else:
-        for part in parts:
-            fn(*part)
+        for s in range(runs):
+            fn(s)
 
 
 def _dummy(dtype):
@@ -310,13 +281,13 @@ def gru_forward(xs, biases, weights, h0s, lengths, reverses, origin_mode, order,
         states = ur = c = reset_h = _dummy(dtype)
     lengths = _c(numpy.asarray(lengths, dtype=numpy.int64))
 
-    def one(s, base, stop, part_active):
+    def one(s):
         flat = _c(weights[s]).reshape(-1)
-        gru_forward_run(_c(xs[s]), _c(biases[s]).reshape(-1), lengths, order[base:stop], part_active, base,
-                        flat[:2 * d * d].reshape(d, 2 * d), flat[2 * d * d:].reshape(d, d),
+        gru_forward_run(_c(xs[s]), _c(biases[s]).reshape(-1), lengths,
+                        order, active, flat[:2 * d * d].reshape(d, 2 * d), flat[2 * d * d:].reshape(d, d),
                         _c(h0s[s]), bool(reverses[s]), bool(origin_mode), hidden, s * d,
                         last[s], bool(save), states, ur, c, reset_h, s)
-    _each_part(one, runs, active, n)
+    _each_run(one, runs)
     return hidden, last, ((states, ur, c, reset_h) if save else None)
 
 
@@ -329,10 +300,10 @@ def gru_backward(states, ur, c, reset_h, active, w_ur, w_c, grad_states, grad_la
     grad_states = _c(grad_states)
     active = numpy.asarray(active, dtype=numpy.int64)
 
-    def one(s, base, stop, part_active):
-        gru_backward_run(states, ur, c, part_active, base, _c(w_ur[s]), _c(w_c[s]),
+    def one(s):
+        gru_backward_run(states, ur, c, active, _c(w_ur[s]), _c(w_c[s]),
                          grad_states, bool(origin_mode), grad_ur, grad_c, grad_h[s], s)
-    _each_part(one, runs, active, n)
+    _each_run(one, runs)
     grad_w_ur = _over_time(states[:-1], grad_ur)
     grad_w_c = _over_time(reset_h, grad_c)
     return grad_ur, grad_c, grad_w_ur, grad_w_c, grad_h
@@ -372,11 +343,12 @@ def lstm_forward(xs, biases, weights, h0s, c0s, lengths, reverses, order, active
         hidden_s = cells = gates = tanh_c = _dummy(dtype)
     lengths = _c(numpy.asarray(lengths, dtype=numpy.int64))
 
-    def one(s, base, stop, part_active):
-        lstm_forward_run(_c(xs[s]), _c(biases[s]).reshape(-1), lengths, order[base:stop], part_active, base,
-                         _c(weights[s]), _c(h0s[s]), _c(c0s[s]), bool(reverses[s]), hidden, s * d,
-                         last_h[s], last_c[s], bool(save), hidden_s, cells, gates, tanh_c, s)
-    _each_part(one, runs, active, n)
+    def one(s):
+        lstm_forward_run(_c(xs[s]), _c(biases[s]).reshape(-1), lengths,
+                         order, active, _c(weights[s]), _c(h0s[s]),
+                         _c(c0s[s]), bool(reverses[s]), hidden, s * d, last_h[s], last_c[s],
+                         bool(save), hidden_s, cells, gates, tanh_c, s)
+    _each_run(one, runs)
     return hidden, last_h, last_c, ((hidden_s, cells, gates, tanh_c) if save else None)
 
 
@@ -389,8 +361,8 @@ def lstm_backward(hidden, cells, gates, tanh_c, active, w, grad_states, grad_las
     grad_states = _c(grad_states)
     active = numpy.asarray(active, dtype=numpy.int64)
 
-    def one(s, base, stop, part_active):
-        lstm_backward_run(cells, gates, tanh_c, part_active, base, _c(w[s]), grad_states, grad_x,
+    def one(s):
+        lstm_backward_run(cells, gates, tanh_c, active, _c(w[s]), grad_states, grad_x,
                           grad_h[s], grad_c[s], s)
-    _each_part(one, runs, active, n)
+    _each_run(one, runs)
     return grad_x, _over_time(hidden[:-1], grad_x), grad_h, grad_c

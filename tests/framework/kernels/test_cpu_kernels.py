@@ -109,18 +109,6 @@ def threads():
     framework.threadpool.set_num_threads(before)
 
 
-@pytest.mark.parametrize("count", [2, 4])
-@pytest.mark.parametrize("op", ["gru", "lstm", "bigru", "bilstm"])
-def test_rows_split_over_threads_match_numpy_kernel(monkeypatch, threads, op, count):
-    """With more threads than directions, each direction's rows run in parts on several threads: same outputs,
-    input gradients and dL/dh0 as the NumPy kernels, rows of length 0 and uneven parts included."""
-    threads(count)
-    lengths = [9, 0, 3, 9, 1, 7, 2, 9, 5, 0, 4, 8, 6, 9, 3, 1, 2, 7, 5, 0, 9, 8, 6, 4, 3, 2, 1, 9, 7, 5, 3, 1, 8, 6]
-    gates, runs = (3 if "gru" in op else 4), (2 if op.startswith("bi") else 1)
-    arrays, lens = _recurrent_inputs(numpy.random.default_rng(5), lengths, gates, numpy.float64, runs=runs)
-    _close(*_both(monkeypatch, lambda: _run_with_grads(op, arrays, lens)), numpy.float64)
-
-
 def test_blas_threads_restored_after_parallel_runs(threads):
     """The directions run on two threads with their GEMMs on one BLAS thread each; afterwards the BLAS has its
     thread count back (a race between the threads' own restores once left it at 1 for the whole process)."""
