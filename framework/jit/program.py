@@ -22,7 +22,7 @@ from .. import backend
 from ..errors import InputError
 from ..tensor import Tensor
 from ..tree import tree_leaves, tree_map
-from .template import has_markers, ref_slots, rename_refs, resolve
+from .template import has_markers, ref_slots, rename_refs, resolve_keys
 
 __all__ = ["Program", "Node", "InputSpec", "SlotSpec", "GuardError", "UnknownSlotError", "build_outputs"]
 
@@ -192,7 +192,8 @@ class Program:
 
     # ---- building the replay plan -------------------------------------------------------------------------
     def _build_plan(self):
-        """Per node: (cls, input slots, attrs or template, needs resolving, output slots, multi, slots to free)."""
+        """Per node: (cls, input slots, attrs or template, needs resolving, the attribute names to resolve, output
+        slots, multi, slots to free)."""
         keep = set(self.output_slots()) | set(self.values) | set(range(len(self.inputs)))
         last_use = {}
         for index, node in enumerate(self._nodes):
@@ -204,7 +205,8 @@ class Program:
                 frees[index].append(slot)
         for index, node in enumerate(self._nodes):      # an output nobody reads is dropped at once
             frees[index].extend(s for s in node.outputs if s not in last_use and s not in keep)
-        self._plan = [(node.cls, node.inputs, node.attrs, _attrs_kind(node.attrs), node.outputs, node.multi,
+        self._plan = [(node.cls, node.inputs, node.attrs, _attrs_kind(node.attrs),
+                       tuple(k for k, v in node.attrs.items() if has_markers(v)), node.outputs, node.multi,
                        tuple(free)) for node, free in zip(self._nodes, frees)]
         self._resolved = {}
 
@@ -269,14 +271,14 @@ class Program:
         for slot, array in self.values.items():
             env[slot] = array
         sized = self._sized_attrs(sizes)
-        for index, (cls, inputs, attrs, dynamic, outputs, multi, free) in enumerate(self._plan):
+        for index, (cls, inputs, attrs, dynamic, keys, outputs, multi, free) in enumerate(self._plan):
             fn = cls.__new__(cls)
             if dynamic == _SIZED:
                 if index not in sized:
-                    sized[index] = resolve(attrs, env, sizes)
+                    sized[index] = resolve_keys(attrs, keys, env, sizes)
                 attrs = sized[index]
             elif dynamic == _READS_SLOTS:
-                attrs = resolve(attrs, env, sizes)
+                attrs = resolve_keys(attrs, keys, env, sizes)
             fn.__dict__.update(attrs)
             fn.xp = xp
             out = fn.forward(*[env[s] for s in inputs])

@@ -22,7 +22,7 @@ import numpy
 
 from ..tree import tree_leaves, tree_map
 
-__all__ = ["Ref", "Size", "SizeExpr", "resolve", "has_markers", "to_json", "from_json", "TemplateError",
+__all__ = ["Ref", "Size", "SizeExpr", "resolve", "resolve_keys", "has_markers", "to_json", "from_json", "TemplateError",
            "walk_ints", "replace_ints", "ref_slots", "SliceTemplate", "follows_sizes", "numeric_dtype", "rename_refs"]
 
 
@@ -133,6 +133,11 @@ def rename_refs(value, renames):
 def resolve(value, env, sizes):
     """``value`` with each :class:`Ref` replaced by ``env[slot]``, each :class:`Size` by its int and each
     :class:`SliceTemplate` by its slice."""
+    if isinstance(value, Ref):                       # the common attribute: one bare marker, no tree to walk
+        return env[value.slot]
+    if isinstance(value, Size):
+        return value.expr.evaluate(sizes)
+
     def fill(leaf):
         if isinstance(leaf, SliceTemplate):
             return slice(*(fill(v) for v in leaf))
@@ -142,6 +147,15 @@ def resolve(value, env, sizes):
             return leaf.expr.evaluate(sizes)
         return leaf
     return tree_map(fill, value, is_leaf=_is_slice_template)
+
+
+def resolve_keys(attrs, keys, env, sizes):
+    """The dict ``attrs`` with its values under ``keys`` (those holding markers) :func:`resolve`-d, the others as
+    they are (not walked)."""
+    resolved = dict(attrs)
+    for key in keys:
+        resolved[key] = resolve(attrs[key], env, sizes)
+    return resolved
 
 
 def _is_slice_template(value):
