@@ -14,9 +14,13 @@ them by following each op's channel axis through the program:
 - ``Add``/``Subtract``/``Multiply``/``Maximum``/``Minimum`` of two tensors
   that both carry a group merge the groups (a residual sum);
 - ``Reshape``, ``Mean``/``Sum``/``Extremum`` over other axes move the axis;
-- any other op that reads a group (a temporal shift that moves fixed channel
-  slices, a flatten that mixes channels with positions, a program output)
-  *blocks* it: its channels stay as they are, and the reason is recorded.
+- a temporal shift keeps the group and records its ``shift_ratio`` on it:
+  the shift moves the first folds of channels in time, so such a group is
+  pruned fold by fold (:func:`~framework.slim.prune.kept_channels`) and the
+  narrower shift moves the same channels it moved before;
+- any other op that reads a group (a flatten that mixes channels with
+  positions, a program output) *blocks* it: its channels stay as they are,
+  and the reason is recorded.
 
 Each of these rules is the entry of its op class in :data:`CHANNEL_RULES`.
 :func:`node_macs` counts the multiply-adds of each node from the traced
@@ -35,6 +39,7 @@ from ..ops.manipulation import Reshape
 from ..ops.norm import BatchNorm
 from ..ops.reduce import Extremum, Mean, Sum
 from ..ops.rnn import DynamicGRU, DynamicLSTM, SequenceLinear
+from ..ops.temporal import TemporalShift
 from ..jit.template import Ref
 from ..registry import OpTable
 
@@ -52,7 +57,9 @@ class ChannelGroup:
     weights and biases, batch-norm scale and shift), ``buffers``: tensors only
     sliced (running statistics); ``consumers``: input-channel axes of the layers
     that read the group (sliced, never zeroed); ``producer_layers``: the layer
-    names of the producers; ``blocked``: why the group cannot be pruned, or None.
+    names of the producers; ``blocked``: why the group cannot be pruned, or None;
+    ``shift_ratio``: the fold a temporal shift that reads the group moves each
+    way (None: no shift reads it), so its channels are kept fold by fold.
     """
     name: str
     size: int
@@ -62,6 +69,7 @@ class ChannelGroup:
     consumers: list = dataclasses.field(default_factory=list)
     producer_layers: list = dataclasses.field(default_factory=list)
     blocked: str = None
+    shift_ratio: float = None
 
     @property
     def prunable(self):
@@ -96,6 +104,9 @@ class _Groups:
         for key in ("producers", "members", "buffers", "consumers", "producer_layers"):
             getattr(ga, key).extend(getattr(gb, key))
         ga.blocked = ga.blocked or gb.blocked
+        if None not in (ga.shift_ratio, gb.shift_ratio) and ga.shift_ratio != gb.shift_ratio:
+            ga.blocked = ga.blocked or f"{where} joins channels shifted by {ga.shift_ratio:g} and {gb.shift_ratio:g}"
+        ga.shift_ratio = gb.shift_ratio if ga.shift_ratio is None else ga.shift_ratio
         self.parent[b] = a
         return a
 
@@ -207,6 +218,21 @@ def _keep(walk, node):
     if not node.inputs or node.inputs[0] not in walk.tracked:
         return False
     walk.tracked[node.outputs[0]] = walk.tracked[node.inputs[0]]
+    return True
+
+
+@CHANNEL_RULES.register(TemporalShift)
+def _temporal_shift(walk, node):
+    """Keeps the group (channels on axis 1) and records the shift's fold on it (module docstring)."""
+    ins = node.inputs
+    if ins[0] not in walk.tracked or walk.tracked[ins[0]][1] != 1:
+        return False
+    group = walk.groups.info[walk.groups.find(walk.tracked[ins[0]][0])]
+    ratio = float(node.attrs["shift_ratio"])
+    if group.shift_ratio not in (None, ratio):
+        group.blocked = group.blocked or f"shifted by {group.shift_ratio:g} and {ratio:g} ({node.scope})"
+    group.shift_ratio = ratio
+    walk.tracked[node.outputs[0]] = walk.tracked[ins[0]]
     return True
 
 

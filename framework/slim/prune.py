@@ -5,7 +5,9 @@ list of a model's program; ratio 0.5 removes half of the group's channels,
 those whose filters have the smallest L1 norm (summed over every producer of
 the group: the convolutions of all branches of a residual sum).
 
-- :func:`kept_channels` turns a plan into the channel indices each group keeps;
+- :func:`kept_channels` turns a plan into the channel indices each group keeps
+  (a group a temporal shift reads keeps its strongest channels fold by fold,
+  each fold's share of what is kept as the shift computes it for the new width);
 - :func:`mask` zeroes the removed channels in place (weights, biases, batch-norm
   scale and shift), so the model computes what the pruned one will, at full
   size — what sensitivity analysis evaluates;
@@ -19,6 +21,7 @@ the group: the convolutions of all branches of a residual sum).
 import numpy
 
 from .. import backend
+from ..kernels.temporal_shift import shift_folds
 from ..nn import Linear
 from .errors import SlimError
 
@@ -62,8 +65,24 @@ def kept_channels(model, groups, plan, setting="prune.ratios"):
             raise SlimError(f"{setting}: ratio {ratio:g} for {name!r} removes all {group.size} of its filters; "
                             f"use a ratio below {1.0 - 0.5 / group.size:.3f}")
         if keep < group.size:
-            order = numpy.argsort(-channel_importance(tensors, group), kind="stable")
-            kept[name] = numpy.sort(order[:keep]).astype(numpy.int64)
+            kept[name] = _strongest(channel_importance(tensors, group), keep, group.shift_ratio)
+    return kept
+
+
+def _strongest(importance, keep, shift_ratio=None):
+    """Sorted int64 indices of the ``keep`` channels of largest ``importance`` (C,); with a ``shift_ratio``, the
+    strongest of each temporal-shift fold ([0, c1), [c1, c2), [c2, C)), as many from each as the shift's folds
+    of ``keep`` channels hold."""
+    size = len(importance)
+    old = (0, *shift_folds(size, shift_ratio), size) if shift_ratio is not None else (0, size)
+    new = (0, *shift_folds(keep, shift_ratio), keep) if shift_ratio is not None else (0, keep)
+    parts = []
+    for start, stop, count in zip(old[:-1], old[1:], numpy.diff(new)):
+        order = numpy.argsort(-importance[start:stop], kind="stable")
+        parts.append(start + order[:min(int(count), stop - start)])
+    kept = numpy.sort(numpy.concatenate(parts)).astype(numpy.int64)
+    if len(kept) != keep:
+        raise SlimError(f"keeping {keep} of {size} channels shifted by {shift_ratio:g}: the folds cannot hold them")
     return kept
 
 

@@ -8,7 +8,7 @@ from framework.slim import SlimError, channel_groups, costs, count
 from framework.slim.plan import aligned, allowed_ratio, pruned_macs, sensitivity_plan, uniform_plan
 from framework.slim.prune import apply, channel_importance, kept_channels, mask, named_tensors, resize_to
 
-from .nets import SmallResNet, randomised
+from .nets import ShiftNet, SmallResNet, randomised
 
 X = numpy.random.default_rng(1).normal(size=(2, 3, 10, 10)).astype(numpy.float32)
 
@@ -142,3 +142,31 @@ def test_bad_settings_name_themselves():
         kept_channels(model, groups, {"fc": 0.5})
     with pytest.raises(SlimError, match=r"prune.flops_target: removing 99% .* cannot be met"):
         uniform_plan(costs(program), groups, 0.99)
+
+
+CLIPS = numpy.random.default_rng(2).normal(size=(2, 2, 3, 8, 8)).astype(numpy.float32)
+
+
+@pytest.mark.parametrize("ratio", [0.25, 0.5, 0.75])
+def test_channels_a_temporal_shift_reads_are_cut_fold_by_fold(ratio):
+    """The shift's input group is prunable; each fold keeps its strongest channels, as many as the shift's folds
+    of the new width hold, so the cut model (whose shift moves the first folds of fewer channels) gives the
+    masked model's outputs."""
+    model = randomised(ShiftNet(width=16))
+    groups = {g.name: g for g in channel_groups(jit.trace(model, (CLIPS,), passes=jit.EXACT_PASSES),
+                                                named_tensors(model))}
+    shifted = groups["conv1"]
+    assert shifted.prunable and shifted.shift_ratio == 0.25
+    model.conv1.weight.data[[1, 5, 13]] *= 1e-3                 # the weakest of folds [0, 4), [4, 8) and [8, 16)
+    kept = kept_channels(model, list(groups.values()), {"conv1": ratio})
+    keep = len(kept["conv1"])
+    c1, c2 = int(keep * 0.25), int(keep * 0.5)
+    assert [int(((kept["conv1"] >= a) & (kept["conv1"] < b)).sum()) for a, b in ((0, 4), (4, 8), (8, 16))] == \
+        [c1, c2 - c1, keep - c2]
+    assert {1, 5, 13}.isdisjoint(kept["conv1"].tolist())
+    with no_grad():
+        mask(model, list(groups.values()), kept)
+        masked = model(to_tensor(CLIPS)).numpy()
+        apply(model, list(groups.values()), kept)
+        numpy.testing.assert_allclose(model(to_tensor(CLIPS)).numpy(), masked, rtol=1e-5, atol=1e-6)
+    assert model.conv1.out_channels == model.conv2.weight.shape[1] == keep
