@@ -34,7 +34,7 @@ def test_report_counts_multiply_adds_and_parameters():
 def test_prune_cuts_the_model_and_it_loads_back(tmp_path):
     out = str(tmp_path / "pruned")
     result = _json_line(*oar("compress", "-c", PRUNE, "--model", TINY, "--output_dir", out, "--quiet",
-                             "-o", "prune.mode=uniform", "finetune=[train.epochs=2]"))
+                             "-o", "prune.mode=uniform", "prune.layers=null", "finetune=[train.epochs=2]"))
     assert result["after"]["macs"] <= 0.5 * result["before"]["macs"]
     assert result["after"]["params"] < result["before"]["params"]
     plan = json.load(open(os.path.join(out, "plan.json")))
@@ -57,10 +57,11 @@ def test_quant_writes_int8_weights_and_the_onnx_models(tmp_path):
 
 @pytest.mark.parametrize("config, settings, fragments", [
     (PRUNE, ["prune.layers=[net.9]"], ["prune.layers", "'net.9'", "prunable: net.0, net.2"]),
-    (PRUNE, ["prune.ratio=1.0"], ["prune.ratio must be in (0, 1), got 1.0"]),
-    (PRUNE, ["prune.flops_target=0.99", "prune.mode=uniform"], ["prune.flops_target", "cannot be met"]),
-    (PRUNE, ["prune.channel_multiple=0"], ["prune.channel_multiple must be at least 1, got 0"]),
-    (PRUNE, ["prune.ratios_typo=[0.5]"], ["unknown key 'ratios_typo'", "did you mean 'ratios'"]),
+    (PRUNE, ["prune.layers=null", "prune.ratio=1.0"], ["prune.ratio must be in (0, 1), got 1.0"]),
+    (PRUNE, ["prune.layers=null", "prune.flops_target=0.99", "prune.mode=uniform"],
+     ["prune.flops_target", "cannot be met"]),
+    (PRUNE, ["prune.layers=null", "prune.channel_multiple=0"], ["prune.channel_multiple must be at least 1, got 0"]),
+    (PRUNE, ["prune.layers=null", "prune.ratios_typo=[0.5]"], ["unknown key 'ratios_typo'", "did you mean 'ratios'"]),
     (INT8, ["quant.calibration_samples=0"], ["quant.calibration_samples must be at least 1, got 0"]),
     (INT8, ["quant.calibration_split=dev"], ["quant.calibration_split", "train, eval or test"]),
     (INT8, ["quant.activation=minmax"], ["quant.activation", "unknown calibration method"]),
