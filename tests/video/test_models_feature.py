@@ -67,7 +67,10 @@ def test_small_model_shape_gradients_padding_and_round_trip(name, tmp_path):
     (out * framework.to_tensor(rng.normal(size=(3, 5)).astype("float32"))).sum().backward()
     for pname, p in model.named_parameters():
         assert p.grad is not None and numpy.isfinite(p.grad.numpy()).all(), pname
-        assert numpy.abs(p.grad.numpy()).sum() > 0, pname
+        if pname.endswith(".attention.bias"):        # one score shift for every step: the softmax cancels it
+            assert numpy.abs(p.grad.numpy()).max() < 1e-5, pname
+        else:
+            assert numpy.abs(p.grad.numpy()).sum() > 0, pname
     model.eval()
     before = model(features, lengths).numpy()
     longer = [framework.to_tensor(numpy.concatenate([f.numpy(), rng.normal(size=(3, 4, f.shape[2]))
