@@ -8,7 +8,7 @@ from framework import timing
 from zoo import bench
 
 
-@pytest.mark.parametrize("name", ["framework", "senta"])
+@pytest.mark.parametrize("name", ["framework", "senta", "kernels"])
 def test_quick_suite_reports_positive_times(name):
     result = importlib.import_module(bench.SUITES[name]).run_all(quick=True)
     numbers = []
@@ -16,7 +16,7 @@ def test_quick_suite_reports_positive_times(name):
     def collect(value):
         if isinstance(value, dict):
             for key, item in value.items():
-                if key.endswith(("_s", "_ms", "gflops")) and isinstance(item, (int, float)):
+                if key.endswith(("_s", "_ms", "gflops", "gbs")) and isinstance(item, (int, float)):
                     numbers.append(item)
                 collect(item)
         elif isinstance(value, list):
