@@ -205,9 +205,11 @@ class Program:
                 frees[index].append(slot)
         for index, node in enumerate(self._nodes):      # an output nobody reads is dropped at once
             frees[index].extend(s for s in node.outputs if s not in last_use and s not in keep)
-        self._plan = [(node.cls, node.inputs, node.attrs, _attrs_kind(node.attrs),
-                       tuple(k for k, v in node.attrs.items() if has_markers(v)), node.outputs, node.multi,
-                       tuple(free)) for node, free in zip(self._nodes, frees)]
+        self._plan = []
+        for node, free in zip(self._nodes, frees):
+            keys = tuple(k for k, v in node.attrs.items() if has_markers(v))
+            self._plan.append((node.cls, node.inputs, node.attrs, _attrs_kind(node.attrs, keys), keys,
+                               node.outputs, node.multi, tuple(free)))
         self._resolved = {}
 
     def to(self, device):
@@ -321,12 +323,13 @@ class Program:
 _FIXED, _SIZED, _READS_SLOTS = range(3)
 
 
-def _attrs_kind(attrs):
-    """How a node's attributes are had at replay: as recorded (``_FIXED``), resolved once per set of input sizes
-    and kept (``_SIZED``, see ``Program._sized_attrs``), or resolved on every call (``_READS_SLOTS``)."""
-    if ref_slots(attrs):
-        return _READS_SLOTS
-    return _SIZED if has_markers(attrs) else _FIXED
+def _attrs_kind(attrs, keys):
+    """How a node's attributes are had at replay (``keys``: the names of those holding markers): as recorded
+    (``_FIXED``), resolved once per set of input sizes and kept (``_SIZED``, see ``Program._sized_attrs``), or
+    resolved on every call (``_READS_SLOTS``)."""
+    if not keys:
+        return _FIXED
+    return _READS_SLOTS if any(ref_slots(attrs[k]) for k in keys) else _SIZED
 
 
 def build_outputs(tree, values):

@@ -133,11 +133,6 @@ def rename_refs(value, renames):
 def resolve(value, env, sizes):
     """``value`` with each :class:`Ref` replaced by ``env[slot]``, each :class:`Size` by its int and each
     :class:`SliceTemplate` by its slice."""
-    if isinstance(value, Ref):                       # the common attribute: one bare marker, no tree to walk
-        return env[value.slot]
-    if isinstance(value, Size):
-        return value.expr.evaluate(sizes)
-
     def fill(leaf):
         if isinstance(leaf, SliceTemplate):
             return slice(*(fill(v) for v in leaf))
@@ -146,6 +141,8 @@ def resolve(value, env, sizes):
         if isinstance(leaf, Size):
             return leaf.expr.evaluate(sizes)
         return leaf
+    if isinstance(value, (Ref, Size, SliceTemplate)):   # the common attribute: one bare marker, no tree to walk
+        return fill(value)
     return tree_map(fill, value, is_leaf=_is_slice_template)
 
 

@@ -104,15 +104,22 @@ class _Groups:
         for key in ("producers", "members", "buffers", "consumers", "producer_layers"):
             getattr(ga, key).extend(getattr(gb, key))
         ga.blocked = ga.blocked or gb.blocked
-        if None not in (ga.shift_ratio, gb.shift_ratio) and ga.shift_ratio != gb.shift_ratio:
-            ga.blocked = ga.blocked or f"{where} joins channels shifted by {ga.shift_ratio:g} and {gb.shift_ratio:g}"
-        ga.shift_ratio = gb.shift_ratio if ga.shift_ratio is None else ga.shift_ratio
+        _shifted(ga, gb.shift_ratio, where)
         self.parent[b] = a
         return a
 
     def block(self, gid, reason):
         group = self.info[self.find(gid)]
         group.blocked = group.blocked or reason
+
+
+def _shifted(group, ratio, where):
+    """Record that a temporal shift of ``ratio`` (None: none) reads ``group``; two different ratios block it."""
+    if ratio is None:
+        return
+    if group.shift_ratio not in (None, ratio):
+        group.blocked = group.blocked or f"{where} shifts channels by {group.shift_ratio:g} and {ratio:g}"
+    group.shift_ratio = ratio
 
 
 def _shape(program, slot):
@@ -228,10 +235,7 @@ def _temporal_shift(walk, node):
     if ins[0] not in walk.tracked or walk.tracked[ins[0]][1] != 1:
         return False
     group = walk.groups.info[walk.groups.find(walk.tracked[ins[0]][0])]
-    ratio = float(node.attrs["shift_ratio"])
-    if group.shift_ratio not in (None, ratio):
-        group.blocked = group.blocked or f"shifted by {group.shift_ratio:g} and {ratio:g} ({node.scope})"
-    group.shift_ratio = ratio
+    _shifted(group, float(node.attrs["shift_ratio"]), node.scope)
     walk.tracked[node.outputs[0]] = walk.tracked[ins[0]]
     return True
 

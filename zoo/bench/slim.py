@@ -21,7 +21,7 @@ seeded at random: time depends on the shapes only) and the zoo's ``tsm_synth``
   by op family and by kernel function: im2col apart from the GEMMs).
 
 Every speed-up times the models it compares in turn in one loop
-(:func:`zoo.slim.measure.best_of`: best of several rounds), so a loaded machine
+(:func:`zoo.slim.measure.ratios`: best of several rounds), so a loaded machine
 slows them alike, in wall time and in process CPU time (``{"wall", "cpu"}``; on
 one thread the CPU time leaves out waiting for a core). ``quick``: batch 8 in place of 64, fewer rounds.
 """
@@ -40,7 +40,7 @@ from framework.slim import SlimError, channel_groups, costs
 from framework.slim.plan import pruned_macs, uniform_plan
 from framework.slim.prune import apply, kept_channels, named_tensors
 
-from ..slim.measure import best_of, export_program, model_inputs, test_inputs
+from ..slim.measure import export_program, model_inputs, ratios, test_inputs
 from ..slim.onnx_int8 import quantize_onnx
 from ..slim.source import batches_of, open_source
 from .op_profile import seconds_by_op
@@ -103,19 +103,12 @@ def float_and_int8(subject, folder):
     return float_path, int8_path
 
 
-def _ratios(calls, rounds, base="base"):
-    """``{name: {"wall", "cpu"}}``: ``base``'s time over each other call's (:func:`best_of`)."""
-    best = best_of(calls, rounds)
-    return {name: {clock: round(best[base][clock] / seconds, 3) for clock, seconds in times.items()}
-            for name, times in best.items() if name != base}
-
-
 def int8_speedups(subject, float_path, int8_path, rounds):
     """``{"batch1", "batch64": float time / int8 time in ONNX Runtime (``{"wall", "cpu"}``), "top1_agreement"}``."""
     runtimes = {"base": OnnxProgram(float_path), "int8": OnnxProgram(int8_path)}
     result = {}
     for key, args, n in (("batch1", subject.one, rounds[0]), ("batch64", subject.batch, rounds[1])):
-        result[key] = _ratios({name: (run, args) for name, run in runtimes.items()}, n)["int8"]
+        result[key] = ratios({name: (run, args) for name, run in runtimes.items()}, n)["int8"]
     top = {name: numpy.asarray(run(*subject.batch)).reshape(len(subject.batch[0]), -1).argmax(axis=1)
            for name, run in runtimes.items()}
     result["top1_agreement"] = round(float((top["base"] == top["int8"]).mean()), 4)
@@ -148,7 +141,7 @@ def prune_speedups(subject, folder, rounds):
         _export(subject, model, path)
         runtimes["onnxruntime"][key] = OnnxProgram(path)
     for runtime, calls in runtimes.items():
-        result[runtime] = {key: _ratios({name: (run, args) for name, run in calls.items()}, n)
+        result[runtime] = {key: ratios({name: (run, args) for name, run in calls.items()}, n)
                            for key, args, n in (("batch1", subject.one, rounds[0]),
                                                 ("batch64", subject.batch, rounds[1]))}
     half = {runtime: calls.get(0.5) for runtime, calls in runtimes.items()}

@@ -28,7 +28,7 @@ from framework.serialization import atomic_write
 
 from ..catalog import ROOT, cards
 from ..cards import card_config, weighted_task
-from ..slim.measure import best_of, export_program, speed, static_program, test_inputs, test_metrics
+from ..slim.measure import export_program, ratios, speed, static_program, test_inputs, test_metrics
 from ..slim.run import compress, report
 from ..slim.runtime import on_runtime
 from ..slim.source import open_source
@@ -91,14 +91,14 @@ def _measure(task, cfg, weights, runtimes):
 def speedups(base, compressed, singles, batch):
     """``{runtime: {"wall"|"cpu": [batch-1, batch-64]}}``: the base model's time over the compressed one's on
     each runtime (``base``, ``compressed``: :func:`_runtimes`), both timed in one interleaved loop
-    (:func:`best_of`), on the first single example and on the batch; wall time and process CPU time."""
+    (:func:`~zoo.slim.measure.ratios`), on the first single example and on the batch; wall time and process CPU time."""
     result = {}
     for key in RUNTIMES:
         result[key] = {"wall": [], "cpu": []}
         for args, rounds in ((singles[0], ROUNDS[0]), (batch, ROUNDS[1])):
-            best = best_of({"base": (base[key], args), "compressed": (compressed[key], args)}, rounds)
+            ratio = ratios({"base": (base[key], args), "compressed": (compressed[key], args)}, rounds)["compressed"]
             for clock in ("wall", "cpu"):
-                result[key][clock].append(round(best["base"][clock] / best["compressed"][clock], 3))
+                result[key][clock].append(ratio[clock])
     return result
 
 
@@ -156,8 +156,8 @@ def target_lines(rows):
                          f"({_verdict(removed >= 0.5)}, target 50 %), {name} {points:+.2f} points "
                          f"({_verdict(points >= -1.0)}, target at most -1.0); faster on the oar static path "
                          f"{_pair(static)}, in ONNX Runtime {_pair(ort)} "
-                         f"({_verdict(min(static['cpu'] + ort['cpu']) >= PRUNED_SPEEDUP)}, target {PRUNED_SPEEDUP}x at both "
-                         f"batches on both).")
+                         f"({_verdict(min(static['cpu'] + ort['cpu']) >= PRUNED_SPEEDUP)}, target "
+                         f"{PRUNED_SPEEDUP}x at both batches on both).")
         elif row["name"].endswith("_int8"):
             _, ort_value = _metric(row, "test_onnxruntime")
             ort_points = (ort_value - _metric(base, "test_onnxruntime")[1]) * 100

@@ -9,7 +9,8 @@
   static path (exact passes) and the one exported to ONNX (batch norm folded);
 - :func:`timed`: median wall time of calls (after a warm-up), never asserted on;
 - :func:`best_of`: the shortest time of each of several calls run in turn,
-  round after round (interleaved, so a loaded machine slows them alike);
+  round after round (interleaved, so a loaded machine slows them alike), and
+  :func:`ratios`: one call's time over each other's from it;
 - :func:`speed`: batch-1 latency (ms, median over the first ``n`` single
   examples) and batch-64 throughput (examples/s) of a callable on those inputs;
 - :func:`test_metrics`: the task's metrics on its config's test split.
@@ -23,7 +24,8 @@ from framework.engine import runner
 from framework.engine.task import to_tensors
 from framework.tensor import Tensor
 
-__all__ = ["model_inputs", "test_inputs", "timed", "best_of", "speed", "test_metrics", "static_program", "export_program"]
+__all__ = ["model_inputs", "test_inputs", "timed", "best_of", "ratios", "speed", "test_metrics", "static_program",
+           "export_program"]
 
 
 class _Recorder:
@@ -100,6 +102,14 @@ def best_of(calls, rounds):
             best[name]["wall"] = min(best[name]["wall"], time.perf_counter() - wall)
             best[name]["cpu"] = min(best[name]["cpu"], time.process_time() - cpu)
     return best
+
+
+def ratios(calls, rounds, base="base"):
+    """``{name: {"wall", "cpu"}}``: ``base``'s time over each other call's, all of ``calls`` timed in turn
+    (:func:`best_of`)."""
+    best = best_of(calls, rounds)
+    return {name: {clock: round(best[base][clock] / seconds, 3) for clock, seconds in times.items()}
+            for name, times in best.items() if name != base}
 
 
 def speed(call, singles, batch, repeats=20):

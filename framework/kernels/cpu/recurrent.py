@@ -230,11 +230,8 @@ def _each_run(fn, runs):
     then each thread's BLAS GEMMs run on one thread (:func:`one_blas_thread`). The calling thread sets that
     before the runs start and restores it after they all end: where the BLAS keeps the setting for the whole
     process (OpenBLAS's pthreads build does), threads that each set and restored it would race, and could
-    leave every later GEMM of the process on one thread.
-
-    (Splitting one direction's rows over the threads instead was measured slower on two cores than one
-    direction on one thread whose step GEMMs use both: 24 + 41 ms against 20 + 33 ms for an LSTM's forward
-    and backward over 64 x 100 steps, hidden 128.)"""
+    leave every later GEMM of the process on one thread. A single run stays on the calling thread, its step
+    GEMMs on every core (docs/ARCHITECTURE.md says why its rows are not split over the threads)."""
     from ... import threadpool
     if runs > 1 and threadpool.num_threads() > 1:
         one_blas_thread(lambda: threadpool.run_chunks(
