@@ -9,7 +9,10 @@ wall time of three steps (two for the :data:`HEAVY` families) after a warm-up st
 both times and their ratio (oar / PyTorch: at most 1.0 is the target) at each
 count, and each side's speed-up from 1 to 2 threads, and ``oar_1t_profile``
 splits one more 1-thread oar step by op family. The BLAS that ran
-(threadpoolctl's report) is in ``blas``. Nothing here is asserted.
+(threadpoolctl's report) is in ``blas``; ``gemms`` gives, at each count, the
+GFLOP/s of the matrix products a Senta RNN step is made of (its recurrent step
+forward and backward, the input projection, the weight gradient) in NumPy's BLAS
+and in PyTorch's, on the same arrays. Nothing here is asserted.
 
 Families and batches (the sizes of the 2019 models): Senta BiLSTM, LSTM, GRU and CNN
 (64 reviews of 100 characters), LAC (64 sentences of 64 characters), SimNet BOW
@@ -35,7 +38,7 @@ from . import lac, senta, video_feature_models, video_models
 from .op_profile import seconds_by_op
 from .torch_twins import blas_info, torch_or_none, torch_resnet, torch_simnet_bow
 
-__all__ = ["FAMILIES", "run_all", "measure"]
+__all__ = ["FAMILIES", "GEMMS", "run_all", "measure", "gemm_rates"]
 
 THREAD_COUNTS = (1, 2)
 #: families whose step takes seconds: timed twice after the warm-up step instead of three times
@@ -158,6 +161,35 @@ FAMILIES = {
 }
 
 
+# a Senta RNN step's products (64 x 100 reviews, hidden 128): name -> (M, K, N, B transposed)
+GEMMS = {"lstm_step (64x128)x(128x512)": (64, 128, 512, False),
+         "lstm_step_grad (64x512)x(512x128)T": (64, 512, 128, True),
+         "gru_step (64x128)x(128x256)": (64, 128, 256, False),
+         "projection (6400x128)x(128x512)": (6400, 128, 512, False),
+         "weight_grad (128x6400)x(6400x512)": (128, 6400, 512, False)}
+
+
+def gemm_rates(torch, quick=False):
+    """``{product: {"numpy_gflops", "torch_gflops"}}`` of :data:`GEMMS` (best of 5 rounds; PyTorch's None without
+    it), in this process's thread setting."""
+    rng = numpy.random.default_rng(0)
+    result = {}
+    for name, (m, k, n, transposed) in GEMMS.items():
+        a = rng.standard_normal((m, k), dtype=numpy.float32)
+        b = rng.standard_normal((n, k) if transposed else (k, n), dtype=numpy.float32)
+        b = b.T if transposed else b
+        out = numpy.empty((m, n), dtype=numpy.float32)
+        inner = 1 if quick else max(1, int(2e8 // (m * k * n)))            # about 0.4 GFLOP a round
+        runs = {"numpy": lambda: [numpy.matmul(a, b, out=out) for _ in range(inner)]}
+        if torch is not None:
+            ta, tb, tout = torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(out)
+            runs["torch"] = lambda: [torch.matmul(ta, tb, out=tout) for _ in range(inner)]
+        result[name] = {f"{side}_gflops": None for side in ("numpy", "torch")}
+        for side, run in runs.items():
+            result[name][f"{side}_gflops"] = round(2 * m * k * n * inner / best_time(run, repeat=5) / 1e9, 1)
+    return result
+
+
 def measure(threads, quick=False, only=None, repeat=3, profile=False):
     """In this process (its thread variables already set to ``threads``): seconds per step of each family,
     oar's and PyTorch's (None without PyTorch), and with ``profile`` where one more oar step's time goes
@@ -175,7 +207,8 @@ def measure(threads, quick=False, only=None, repeat=3, profile=False):
         if profile:
             rows[name]["profile"] = seconds_by_op(ours)
     return {"threads": threads, "oar_threads": threadpool.num_threads(), "blas": blas_info(),
-            "torch_threads": None if torch is None else torch.get_num_threads(), "rows": rows}
+            "torch_threads": None if torch is None else torch.get_num_threads(), "rows": rows,
+            "gemms": gemm_rates(torch, quick)}
 
 
 def _ratio(a, b):
@@ -212,6 +245,7 @@ def run_all(quick=False, only=None):
                       "oar_speedup_2t": _ratio(a["oar_s"], b["oar_s"]),
                       "torch_speedup_2t": _ratio(a["torch_s"], b["torch_s"]), "oar_1t_profile": a["profile"]})
     return {"quick": quick, "blas": {f"{t}t": runs[t]["blas"] for t in THREAD_COUNTS},
+            "gemms": {f"{t}t": runs[t]["gemms"] for t in THREAD_COUNTS},
             "threads": {f"{t}t": {"oar": runs[t]["oar_threads"], "torch": runs[t]["torch_threads"]}
                         for t in THREAD_COUNTS}, "table": table}
 

@@ -15,3 +15,7 @@ def test_the_table_has_both_thread_counts_for_each_family():
         assert all(t > 0 for t in times)
         assert row["ratio_1t"] == pytest.approx(row["oar_1t_s"] / row["torch_1t_s"], rel=1e-2)
         assert row["oar_speedup_2t"] == pytest.approx(row["oar_1t_s"] / row["oar_2t_s"], rel=1e-2)
+    for threads in ("1t", "2t"):
+        assert set(result["gemms"][threads]) == set(train.GEMMS)
+        assert all(rates["numpy_gflops"] > 0 and rates["torch_gflops"] > 0
+                   for rates in result["gemms"][threads].values())
