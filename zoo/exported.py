@@ -1,25 +1,26 @@
-"""Traced zoo models: the program a task's model runs, export directories, and the ONNX Runtime path.
+"""Traced models: the program a task's model runs, export directories, and the ONNX Runtime path.
 
 - :func:`trace_task` predicts once on a small sample of the task's own inputs
   (sentences, a pair, a generated video) through the task's
   :class:`~framework.jit.StaticLayer`, and returns the program that call traced.
-- An **export directory** (``oar export NAME --output DIR``, :func:`write_export`)
-  is a run directory (``config.yaml`` and ``assets.json`` with copies of every
-  vocabulary, tag set, lexicon or label file, :func:`framework.engine.run_dir.save_run`)
-  plus ``weights.npz`` (the model's weights, which the task's own code reads
-  beside the network, e.g. LAC's CRF transitions), ``program/`` (the traced
-  network, :func:`framework.jit.save`), ``model.onnx`` with ``--format onnx``
-  and ``manifest.json``: ``{"format": "oar.export", "version": 3, "name",
-  "task", "card", "kind", "program", "weights", "onnx", "files"}``, where
-  ``kind`` is the card's kind (:data:`zoo.catalog.CARD_KINDS`) and ``files``
-  maps every file written (relative path) to its sha256. A trained or a
-  compressed model is exported with its config and weights; an official one
-  (built by a loader from files fetched elsewhere: Baidu's LAC) with neither.
-  :func:`load_export` builds the task from it without the catalog (an official
-  model from the catalog card of that name, :func:`zoo.cards.build_card`) and serves its calls with the saved
-  program, or with ``model.onnx`` in ONNX Runtime. An export directory is data:
-  nothing in it names code to run, every file is checked against its recorded
-  sha256 before it is read, and a path it names must lie inside it.
+- An **export directory** (``oar export NAME_OR_DIR --output DIR``,
+  :func:`write_export`) is a run directory (``config.yaml`` and ``assets.json``
+  with copies of every vocabulary, tag set, lexicon or label file,
+  :func:`framework.engine.run_dir.save_run`) plus ``weights.npz`` (the model's
+  weights, which the task's own code reads beside the network, e.g. LAC's CRF
+  transitions), ``program/`` (the traced network, :func:`framework.jit.save`),
+  ``model.onnx`` with ``--format onnx`` and ``manifest.json``: ``{"format":
+  "oar.export", "version": 4, "card", "files"}``, where ``card`` is the model's
+  :class:`~zoo.card.Card` in the catalog's form, its paths relative to the
+  export (``config``, ``weights``, ``program``, ``onnx``), and ``files`` maps
+  every file written (relative path) to its sha256. A trained or a compressed
+  model is exported with its config and weights; an official one (built by a
+  loader from files fetched elsewhere: Baidu's LAC) with neither.
+  :func:`export_card` reads it back as a card (:func:`zoo.resolver.resolve`),
+  and :func:`check_files` checks every file against its recorded sha256 before
+  any is read. An export directory is data: nothing in it names code to run,
+  a path it names must lie inside it, and an ONNX model that refers to external
+  data is refused unless every external file is one the manifest vouches for.
 - :func:`use_onnxruntime` exports a task's program once into
   ``$OAR_HOME/onnx/<name>-<sha256 of the weights>.onnx`` (with the sha256 of the
   model and its sidecar recorded beside it) and serves the task's calls with
@@ -30,29 +31,28 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import warnings
 
 from framework import jit
 from framework.checked import check_sha256, is_sha256, path_inside, read_json
-from framework.config import load_config
-from framework.engine.run_dir import RUN_ASSETS, RUN_CONFIG, run_config, save_run
+from framework.engine.run_dir import RUN_ASSETS, RUN_CONFIG, save_run
 from framework.jit.files import GRAPH_FILE, WEIGHTS_FILE
 from framework.errors import UserError
 from framework.fetch import file_lock, oar_home, sha256_of
 from framework.serialization import atomic_write
 
-from .cards import build_card, weighted_task
-from .catalog import CARD_KINDS, card, card_kind
+from .card import Card, CardError, Weights
 from .tasks import task_spec
 
-__all__ = ["ExportError", "CacheWarning", "trace_task", "write_export", "read_manifest", "load_export", "is_export",
-           "card_of", "use_onnxruntime", "MANIFEST"]
+__all__ = ["ExportError", "CacheWarning", "trace_task", "write_export", "read_manifest", "export_card", "is_export",
+           "check_files", "use_onnxruntime", "MANIFEST"]
 
 MANIFEST = "manifest.json"
 FORMAT = "oar.export"
-VERSION = 3
+VERSION = 4
 
 
 class ExportError(UserError, ValueError):
@@ -94,24 +94,25 @@ def _file_record(directory):
     return dict(sorted(record.items()))
 
 
-def write_export(task, entry, cfg, weights, output, task_kind, formats=("oar",)):
-    """Write the export directory of the loaded zoo ``task`` (card ``entry``, built from ``cfg`` or by the
-    card's loader, with the weights file ``weights``) into ``output``; returns the manifest."""
-    program = trace_task(task, task_kind)
-    manifest = {"format": FORMAT, "version": VERSION, "name": entry["name"], "task": task_kind, "card": entry,
-                "kind": card_kind(entry), "program": "program", "weights": None, "onnx": None}
+def write_export(task, card, cfg, weights, output, formats=("oar",)):
+    """Write the export directory of the ready ``task`` of ``card`` (built from ``cfg`` with the weights file
+    ``weights``; both None for an official model) into ``output``; returns the manifest."""
+    program = trace_task(task, card.task)
+    exported = card.replace(folder=output, origin="export", program="program", onnx=None, files={},
+                            config=None if cfg is None else RUN_CONFIG, overrides=())
     if cfg is not None:
         save_run(cfg, task, output)
-        manifest["weights"] = "weights" + os.path.splitext(weights)[1]
-        shutil.copyfile(weights, os.path.join(output, manifest["weights"]))
+        name = "weights" + os.path.splitext(weights)[1]
+        shutil.copyfile(weights, os.path.join(output, name))
+        exported = exported.replace(weights=Weights(name, sha256_of(os.path.join(output, name))))
     else:
         os.makedirs(output, exist_ok=True)
     jit.save(program, os.path.join(output, "program"))
     if "onnx" in formats:
         from framework import onnx
         onnx.export(program, os.path.join(output, "model.onnx"))
-        manifest["onnx"] = "model.onnx"
-    manifest["files"] = _file_record(output)
+        exported = exported.replace(onnx="model.onnx")
+    manifest = {"format": FORMAT, "version": VERSION, "card": exported.to_mapping(), "files": _file_record(output)}
     _write_json(os.path.join(output, MANIFEST), manifest)
     return manifest
 
@@ -121,107 +122,87 @@ def is_export(path):
     return os.path.isdir(path) and os.path.isfile(os.path.join(path, MANIFEST))
 
 
-def card_of(directory):
-    """The model card an export directory recorded (at least its ``name`` and ``task``)."""
-    return _card(read_manifest(directory))
-
-
-def _card(manifest):
-    return {**(manifest["card"] or {}), "name": manifest["name"], "task": manifest["task"]}
-
-
-# what each manifest field must be: (JSON types, whether it may be null)
-_FIELDS = {"name": (str, False), "task": (str, False), "card": (dict, True), "program": (str, False),
-           "kind": (str, False), "weights": (str, True), "onnx": (str, True), "files": (dict, False)}
-
-
 def read_manifest(directory):
     """The manifest of the export directory ``directory``, its fields checked (module docstring); an
     ExportError names the file and the field at fault."""
     path = os.path.join(directory, MANIFEST)
     if not os.path.isfile(path):
-        raise ExportError(f"{directory} is not an oar export: it has no {MANIFEST} (`oar export NAME --output "
+        raise ExportError(f"{directory} is not an oar export: it has no {MANIFEST} (`oar export MODEL --output "
                           f"DIR` writes one)")
     manifest = read_json(path, what="an oar export manifest")
     if manifest.get("format") != FORMAT:
-        raise ExportError(f"{path} is not an oar export manifest (format {manifest.get('format')!r})")
+        raise ExportError(f"{path} is not an oar export manifest (format {manifest.get('format')!r:.80})")
     if manifest.get("version") != VERSION:
-        raise ExportError(f"{path}: export format version {manifest.get('version')!r}; this oar reads version "
+        raise ExportError(f"{path}: export format version {manifest.get('version')!r:.80}; this oar reads version "
                           f"{VERSION} (export the model again with `oar export`)")
-    for field, (kind, nullable) in _FIELDS.items():
-        value = manifest.get(field)
-        if not (isinstance(value, kind) or (nullable and value is None)):
-            raise ExportError(f"{path}: {field!r} must be a JSON {'object' if kind is dict else 'string'}"
-                              f"{' or null' if nullable else ''}, got {value!r:.80}")
-    if manifest["kind"] not in CARD_KINDS:
-        raise ExportError(f"{path}: 'kind' must be one of {', '.join(CARD_KINDS)}, got {manifest['kind']!r:.80}; "
-                          f"an export names the kind of its model, it cannot bring code")
+    for field in ("card", "files"):
+        if not isinstance(manifest.get(field), dict):
+            raise ExportError(f"{path}: {field!r} must be a JSON object, got {manifest.get(field)!r:.80}")
     for name, digest in manifest["files"].items():
         if not is_sha256(digest):
             raise ExportError(f"{path}: files[{name!r}] must be a sha256 (64 hex digits), got {digest!r:.80}")
     return manifest
 
 
-def _checked_files(directory, manifest, needed):
-    """``{role: path}`` of the files ``needed`` (``{role: relative path}``), after checking every file the
-    manifest lists against its sha256; a needed file the manifest has no sha256 for is refused."""
-    record = os.path.join(directory, MANIFEST)
-    for name, digest in manifest["files"].items():
-        check_sha256(path_inside(directory, name, record), digest, record)
-    unlisted = sorted(name for name in needed.values() if name not in manifest["files"])
-    if unlisted:
-        raise ExportError(f"{record} records no sha256 for {', '.join(unlisted)}; refusing to read a file "
-                          f"it does not vouch for (export the model again)")
-    return {role: path_inside(directory, name, record) for role, name in needed.items()}
+def export_card(directory):
+    """The :class:`~zoo.card.Card` of an export directory (its ``folder`` the directory, ``files`` the
+    manifest's record); a manifest whose card is malformed or names no program is an ExportError."""
+    manifest = read_manifest(directory)
+    where = os.path.join(directory, MANIFEST)
+    try:
+        card = Card.from_mapping(manifest["card"], directory, where, origin="export")
+    except CardError as err:
+        raise ExportError(str(err)) from None
+    if card.program is None or (card.kind != "official" and (card.config is None or card.weights is None)):
+        raise ExportError(f"{where}: a {card.kind} model's card needs 'program'"
+                          f"{'' if card.kind == 'official' else ', its config and weights'}; export it again")
+    return card.replace(files=manifest["files"])
 
 
-def _needed(directory, manifest, runtime):
-    """``{role: relative path}`` of the files :func:`load_export` reads from ``directory``."""
-    program = manifest["program"].rstrip("/")
-    needed = {"graph": f"{program}/{GRAPH_FILE}", "values": f"{program}/{WEIGHTS_FILE}"}
-    if manifest["kind"] != "official":
-        if manifest["weights"] is None:
-            raise ExportError(f"{os.path.join(directory, MANIFEST)}: a {manifest['kind']} model needs 'weights'")
-        needed.update(config=RUN_CONFIG, assets=RUN_ASSETS, weights=manifest["weights"])
+def _needed(card, runtime):
+    """The relative paths of the files :func:`zoo.build.build` and :func:`zoo.build.ready` read from an export."""
+    program = card.program.rstrip("/")
+    needed = [f"{program}/{GRAPH_FILE}", f"{program}/{WEIGHTS_FILE}"]
+    if card.kind != "official":
+        needed += [card.config, RUN_ASSETS, card.weights.path]
     if runtime == "onnxruntime":
-        if manifest["onnx"] is None:
-            raise ExportError(f"{directory} holds no ONNX model; export it with `oar export NAME --format onnx` "
+        if card.onnx is None:
+            raise ExportError(f"{card.folder} holds no ONNX model; export it with `oar export MODEL --format onnx` "
                               f"to run it on ONNX Runtime")
-        needed.update(onnx=manifest["onnx"], sidecar=manifest["onnx"] + ".json")
+        needed += [card.onnx, card.onnx + ".json"]
     return needed
 
 
-def _loaded_task(directory, manifest, paths):
-    """The eager task of an export: built from its config and weights (plain or compressed), or, for an
-    official model, by the zoo's loader that the catalog card of the export's name names."""
-    if manifest["kind"] != "official":
-        cfg = run_config(load_config(paths["config"], bases=False), directory)
-        return weighted_task(cfg, paths["weights"], manifest["kind"])
-    entry = card(manifest["name"])
-    if card_kind(entry) != "official":
-        raise ExportError(f"{os.path.join(directory, MANIFEST)} says {manifest['name']!r} is an official model, "
-                          f"whose card is {card_kind(entry)}; export the model again")
-    return build_card(entry).task
-
-
-def load_export(directory, device="cpu", runtime="oar"):
-    """The task of an export directory (module docstring), its model served by the saved program (``runtime
-    "onnxruntime"``: by its ``model.onnx``). Every file is checked before it is read."""
-    manifest = read_manifest(directory)
-    paths = _checked_files(directory, manifest, _needed(directory, manifest, runtime))
-    task = _loaded_task(directory, manifest, paths)
-    if device and device != "cpu":
-        task.model.to(device)
-    task.model = jit.to_static(task.model, dynamic_axes=task.dynamic_axes, passes=jit.EXACT_PASSES)
-    program = jit.load(os.path.dirname(paths["graph"]), device=device)
+def check_files(card, runtime="oar"):
+    """Check every file the export ``card`` lists against its sha256, and that each file ``runtime`` needs
+    is listed; the ONNX model's external data files (if any) must be listed files inside the export."""
+    record = os.path.join(card.folder, MANIFEST)
+    for name, digest in card.files.items():
+        check_sha256(path_inside(card.folder, name, record), digest, record)
+    unlisted = sorted(name for name in _needed(card, runtime) if name not in card.files)
+    if unlisted:
+        raise ExportError(f"{record} records no sha256 for {', '.join(unlisted)}; refusing to read a file "
+                          f"it does not vouch for (export the model again)")
     if runtime == "onnxruntime":
-        from framework import onnx
-        task.model.add_program(onnx.OnnxProgram(paths["onnx"]), program.inputs)
-    else:
-        task.model.add_program(program)
-    task.device = device
-    task.card = _card(manifest)
-    return task
+        _check_external_data(card, record)
+
+
+def _check_external_data(card, record):
+    """Refuse an ONNX model whose tensors point at files the manifest does not list (ONNX external data)."""
+    import onnx
+    model = onnx.load(os.path.join(card.folder, card.onnx), load_external_data=False)
+    base = os.path.dirname(card.onnx)
+    tensors = list(model.graph.initializer) + [attr.t for node in model.graph.node for attr in node.attribute
+                                               if attr.HasField("t")]
+    for tensor in tensors:
+        if tensor.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        location = next((entry.value for entry in tensor.external_data if entry.key == "location"), "")
+        relative = os.path.normpath(os.path.join(base, location)).replace(os.sep, "/")
+        path_inside(card.folder, relative, record)
+        if relative not in card.files:
+            raise ExportError(f"{card.folder}/{card.onnx} reads tensor {tensor.name!r} from {location!r:.80}, a file "
+                              f"{MANIFEST} does not vouch for; refusing the model")
 
 
 def _weights_digest(program):
@@ -268,11 +249,12 @@ def _onnx_session(program, path):
     return _cached_session(path)
 
 
-def use_onnxruntime(task, name, task_kind):
+def use_onnxruntime(task, card):
     """Serve ``task``'s model calls with ONNX Runtime: the traced program exported once into
-    ``$OAR_HOME/onnx`` (named by the model and the sha256 of its weights) and reused after."""
-    program = trace_task(task, task_kind)
-    path = os.path.join(oar_home(), "onnx", f"{name}-{_weights_digest(program)[:16]}.onnx")
+    ``$OAR_HOME/onnx`` (named by the ``card``'s model and the sha256 of its weights) and reused after."""
+    program = trace_task(task, card.task)
+    stem = re.sub(r"[^A-Za-z0-9_.-]", "_", card.name)[:64] or "model"
+    path = os.path.join(oar_home(), "onnx", f"{stem}-{_weights_digest(program)[:16]}.onnx")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with file_lock(path):
         session = _onnx_session(program, path)

@@ -144,6 +144,22 @@ def _ancestors(path):
         path = parent
 
 
+def _shown_path(path):
+    """``path`` as a run's files may name it: relative to the working directory when it lies inside it, else
+    its file name (a run directory names no absolute path of the machine it was made on)."""
+    if not path or not os.path.isabs(str(path)):
+        return path
+    inside = os.path.commonpath([os.getcwd(), str(path)]) == os.getcwd()
+    return os.path.relpath(path) if inside else os.path.basename(str(path))
+
+
+def _shown_given(value):
+    """A config value as ``assets.json`` records it: each path in it as :func:`_shown_path` shows it."""
+    if isinstance(value, list):
+        return [_shown_given(v) for v in value]
+    return _shown_path(value) if isinstance(value, str) else value
+
+
 def save_run(cfg, task, output_dir):
     """Write the run files of ``cfg`` and its built ``task`` into ``output_dir`` (module docstring).
 
@@ -160,9 +176,9 @@ def save_run(cfg, task, output_dir):
         manifest = {}
         for key, entry in assets.items():
             given = _get_key(cfg, key)
-            manifest[key] = {**entry, **({} if given is _MISSING else {"given": _plain(given)})}
+            manifest[key] = {**entry, **({} if given is _MISSING else {"given": _shown_given(_plain(given))})}
             _set_key(run_cfg, key, entry["value"])
-        source = cfg.get(SOURCE_KEY)
+        source = _shown_path(cfg.get(SOURCE_KEY))
         header = (f"# The resolved config of this training run{f' (from {source})' if source else ''}: overrides "
                   f"applied, references\n# resolved; the task's files are copies in this directory, named "
                   f"relative to it ({RUN_ASSETS} lists them).\n")

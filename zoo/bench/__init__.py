@@ -5,6 +5,7 @@ and :mod:`zoo.bench.torch_twins`, the PyTorch models they measure against.
 Timings are the best of several repeats after a warm-up; nothing here is asserted.
 """
 import importlib
+import inspect
 import json
 import os
 import platform
@@ -60,12 +61,19 @@ SUITES = {  # benchmark name -> module whose ``run_all(quick=False)`` measures i
 }
 
 
-def run(name, quick=False, out=None):
-    """Run suite ``name`` and print its JSON result (also written to ``out`` when given)."""
+def run(name, quick=False, out=None, models=None):
+    """Run suite ``name`` and print its JSON result (also written to ``out`` when given); ``models``: the
+    models to measure, for a suite that takes them (``predict``)."""
     if name not in SUITES:
         raise SystemExit(f"unknown benchmark {name!r}; known: {', '.join(sorted(SUITES))}")
     module = importlib.import_module(SUITES[name])
-    result = {"benchmark": name, "machine": machine_info(), "results": module.run_all(quick=quick)}
+    options = {"quick": quick}
+    if models:
+        if "models" not in inspect.signature(module.run_all).parameters:
+            from ..usage import UsageError
+            raise UsageError(f"--model: oar bench {name} measures its own models; --model is for oar bench predict")
+        options["models"] = models
+    result = {"benchmark": name, "machine": machine_info(), "results": module.run_all(**options)}
     text = json.dumps(result, indent=2)
     print(text)
     if out:

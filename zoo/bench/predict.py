@@ -23,8 +23,10 @@ the traced program from ``$OAR_HOME/programs``, and first touches), and
 
 ``quick``: sizes 100 and 1,000 and three models. ``$OAR_BENCH_PREDICT_SIZES``
 (e.g. ``100,1000``; 1,000 is always run, the per-batch figures come from it) and
-``$OAR_BENCH_PREDICT_ONLY`` (a comma list of models) narrow a full run. Nothing
-here is asserted.
+``$OAR_BENCH_PREDICT_ONLY`` (a comma list of models) narrow a full run;
+``models`` (``oar bench predict --model M``) measures any models :func:`zoo.load`
+takes — zoo names, run or export directories of a text task — instead of the
+zoo's. Nothing here is asserted.
 """
 import itertools
 import json
@@ -72,8 +74,7 @@ def measure_in_this_process(name, static, size, later, batch1):
     """Load ``name`` and time ``predict`` on ``size`` inputs (a generator), once or twice (``later``); with
     ``batch1``, then ``BATCH1_INPUTS`` calls of one input. Returns the figures as a dict."""
     import zoo
-    from zoo.catalog import card
-    corpus = CORPORA[card(name)["task"]]()
+    corpus = CORPORA[zoo.resolve(name).task]()
     task = zoo.load(name, static=static)
     figures = {"loaded_rss_mb": _peak_rss_mb()}
 
@@ -130,12 +131,21 @@ def _model_figures(name, sizes):
     return figures
 
 
-def run_all(quick=False):
-    """``{model: figures}`` for every text model of the zoo (module docstring)."""
+def run_all(quick=False, models=None):
+    """``{model: figures}`` for every text model of the zoo, or for ``models`` (module docstring)."""
+    import zoo
     from zoo.catalog import cards
-    names = [name for name, entry in cards().items() if entry["task"] in CORPORA]
+    from zoo.usage import UsageError
+    names = [name for name, entry in cards().items() if entry.task in CORPORA]
     only = [n.strip() for n in os.environ.get(ONLY_ENV, "").split(",") if n.strip()]
-    if quick or only:
+    if models:
+        for model in models:
+            task = zoo.resolve(model).task
+            if task not in CORPORA:
+                raise UsageError(f"--model {model}: a {task} model; oar bench predict measures "
+                                 f"{', '.join(CORPORA)} models")
+        names, only = [os.path.abspath(m) if os.path.isdir(m) else m for m in models], []
+    elif quick or only:
         names = [n for n in names if n in (only or ("lac_pku", "senta_bow", "simnet_bow_pointwise"))]
     sizes = SIZES[:2] if quick else SIZES
     if os.environ.get(SIZES_ENV, "").strip():

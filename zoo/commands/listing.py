@@ -14,8 +14,8 @@ def add_arguments(parser):
 
 
 def _headline(entry, digits):
-    metrics = entry.get("metrics") or {}
-    spec = TASK_TABLE.get(entry["task"])
+    metrics = entry.metrics
+    spec = TASK_TABLE.get(entry.task)
     keys = [k for k in (spec.headline if spec else ()) if k in metrics] or \
         [k for k in metrics if k != "split" and isinstance(metrics[k], (int, float))][:3]    # no headline: the first three
     shown = " ".join(f"{k} {metrics[k]:.{digits}f}" for k in keys) or "-"
@@ -30,12 +30,12 @@ def run(args):
     entries = list(cards().values())
     if args.json:
         for entry in entries:
-            print(json.dumps(entry, ensure_ascii=False))
+            print(json.dumps(entry.to_mapping(), ensure_ascii=False))
         return
-    rows = [("name", "task", "metrics")] + [(e["name"], e["task"], _headline(e, 4 if args.wide else 3))
+    rows = [("name", "task", "metrics")] + [(e.name, e.task, _headline(e, 4 if args.wide else 3))
                                             for e in entries]
     if args.wide:
-        rows = [row + (source,) for row, source in zip(rows, ["source"] + [e.get("source", "-") for e in entries])]
+        rows = [row + (source,) for row, source in zip(rows, ["source"] + [e.source or "-" for e in entries])]
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:
         print("  ".join(str(v).ljust(w) for v, w in zip(row, widths)) + "  " + str(row[-1]))

@@ -1,7 +1,8 @@
-"""``oar run NAME``: predict with a zoo model or an export directory, one line per input."""
+"""``oar run MODEL``: predict with a zoo model, a run directory or an export directory, one line per input."""
 import argparse
+import os
 
-from ..api import RUNTIMES, load, model_card
+from ..api import RUNTIMES, load, resolve
 from ..catalog import cards
 from ..ray import add_arguments as engine_arguments, run as run_on_ray
 from ..tasks import TASK_TABLE
@@ -16,12 +17,13 @@ def _models_by_task():
     """``task: name, name, …`` lines of the catalog, for ``oar run -h``."""
     grouped = {}
     for entry in cards().values():
-        grouped.setdefault(entry["task"], []).append(entry["name"])
+        grouped.setdefault(entry.task, []).append(entry.name)
     return "\n".join(f"  {task}: {', '.join(names)}" for task, names in grouped.items())
 
 
 def add_arguments(parser):
-    parser.add_argument("name", help="a zoo model (see below, or `oar list`), or a directory `oar export` wrote")
+    parser.add_argument("name", metavar="MODEL", help="a zoo model (see below, or `oar list`), a run directory of "
+                        "`oar train` or `oar compress`, or an export directory of `oar export`")
     input_arguments(parser)
     flags.device(parser)
     parser.add_argument("--runtime", choices=list(RUNTIMES), default="oar",
@@ -34,30 +36,31 @@ def add_arguments(parser):
         "\n\nexamples:\n  oar run lac_pku --input_text \"今天是个好日子\"\n  oar run senta_bilstm --input_file - < reviews.txt"
 
 
-def _check_input_kind(entry, args):
+def _check_input_kind(card, args):
     """Refuse text for a model that reads files, and files for one that reads text, before loading it."""
-    spec = TASK_TABLE.get(entry["task"])
+    spec = TASK_TABLE.get(card.task)
     wants_paths = spec is not None and spec.kind == "file"
     if wants_paths and not args.input_path:
         given = "--input_text" if args.input_text else "--input_file"
-        raise UsageError(f"{entry['name']} is a {entry['task']} model: give files with --input_path, not {given}")
+        raise UsageError(f"{card.name} is a {card.task} model: give files with --input_path, not {given}")
     if not wants_paths and args.input_path:
-        raise UsageError(f"{entry['name']} is a {entry['task']} model: give text with --input_text or "
+        raise UsageError(f"{card.name} is a {card.task} model: give text with --input_text or "
                          f"--input_file, not --input_path")
 
 
 def run(args):
-    """Predict with a zoo model: one line per input (``--json``: one JSON object that echoes the input)."""
-    entry = model_card(args.name)
+    """Predict with a model: one line per input (``--json``: one JSON object that echoes the input)."""
+    card = resolve(args.name)
     if args.eager and args.runtime != "oar":
         raise UsageError("--eager runs oar's eager model; it does not go with --runtime onnxruntime")
     if args.engine == "ray":                # Ray Data reads the lines (texts, or paths for a path model) and writes
         if not args.input_file:             # the shards (zoo/ray.py)
             raise UsageError("--engine ray reads --input_file (a path or URL with one input per line)")
         args.json = True                    # rows are JSON: the model's own whitespace rule, as with --json
-        return run_on_ray(args, args.name, {} if args.top_k is None else
-                          predict_options(load(args.name, static=False), args, args.name))
-    _check_input_kind(entry, args)
+        model = os.path.abspath(args.name) if card.origin != "zoo" else args.name    # the actors' cwd may differ
+        return run_on_ray(args, model, {} if args.top_k is None else
+                          predict_options(load(card, static=False), args, card.name))
+    _check_input_kind(card, args)
     given = inputs(args)                    # a missing or unreadable input file fails before the model loads
-    task = load(args.name, device=args.device, static=not args.eager, runtime=args.runtime)
-    predict_and_write(task, args, args.name, given)
+    task = load(card, device=args.device, static=not args.eager, runtime=args.runtime)
+    predict_and_write(task, args, card.name, given)

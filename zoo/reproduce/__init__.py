@@ -4,8 +4,10 @@ For a card with a ``config``, reproduce trains it (``framework.engine.runner``),
 evaluates the best checkpoint on the card's split, writes the model weights as
 float16 to the card's ``weights.path``, and rewrites the card (metrics, sha256,
 date, time taken) and the card's block in ``docs/RESULTS.md``. A card may name
-its own procedure instead (``reproduce: {function: "module:function"}``, called
-with the card and the options, returning ``{"metrics": …, "weights": …}`` and
+its own procedure instead (``reproduce: {procedure: NAME}``, a key of
+:data:`PROCEDURES` — a fixed table, so a card names no code — called with the
+card and the options, returning ``{"metrics": …, "weights": …}`` (a dict and a
+:class:`~zoo.card.Weights`) and
 optionally ``"results_text"``, the block to write, ``"results_name"``, the
 block's name when it is not the card's, and ``"models"``, ``{name: {"metrics",
 "weights"}}`` of other cards the same run measured: those cards are updated too
@@ -35,11 +37,12 @@ from framework.engine.checkpoint import export_weights
 from framework.engine.run_dir import best_checkpoint
 from framework.serialization import atomic_write
 
-from ..catalog import CATALOG_PATH, ROOT, CatalogError, cards, write_card
+from ..card import Weights
+from ..catalog import CATALOG_PATH, ROOT, CatalogError, card, cards, write_card
 from ..tasks import TASK_TABLE
 from ..usage import UsageError
 
-__all__ = ["groups", "RESULTS_PATH", "reproduce", "update_results", "destination",
+__all__ = ["groups", "RESULTS_PATH", "PROCEDURES", "reproduce", "update_results", "destination",
            "train_and_measure", "card_config", "train_checkpoint", "logged_train_minutes", "machine_description"]
 
 
@@ -87,9 +90,9 @@ def update_results(name, row_text, path=RESULTS_PATH):
 def card_config(entry, options, extra_overrides=()):
     """The card's config, resolved with overrides in this order: the card's ``reproduce.overrides``,
     ``extra_overrides`` (from a card's own procedure), then the command line's."""
-    recipe = entry.get("reproduce") or {}
-    overrides = list(recipe.get("overrides", [])) + list(extra_overrides) + list(options.overrides)
-    return load_config(os.path.join(ROOT, entry["config"]), overrides)
+    recipe = entry.reproduce
+    overrides = list(recipe.overrides if recipe else ()) + list(extra_overrides) + list(options.overrides)
+    return load_config(os.path.join(ROOT, entry.config), overrides)
 
 
 def logged_train_minutes(run_dir):
@@ -106,8 +109,8 @@ def logged_train_minutes(run_dir):
     return (last["time"] - first["time"] + per_step * first["step"]) / 60
 
 
-def train_checkpoint(cfg, entry, options, from_run=None):
-    """Train ``cfg`` into ``<output_root>/<card name>``; returns ``(checkpoint, summary, minutes)``.
+def train_checkpoint(cfg, name, options, from_run=None):
+    """Train ``cfg`` into ``<output_root>/<name>``; returns ``(checkpoint, summary, minutes)``.
 
     The checkpoint is ``best.npz``, or ``last.npz`` when the budget ended before
     any evaluation; ``summary`` is the trainer's, ``minutes`` the training's wall
@@ -117,7 +120,7 @@ def train_checkpoint(cfg, entry, options, from_run=None):
     if from_run:
         output_dir, summary, minutes = from_run, None, logged_train_minutes(from_run)
     else:
-        output_dir, start = os.path.join(options.output_root, entry["name"]), time.time()
+        output_dir, start = os.path.join(options.output_root, name), time.time()
         _, summary = runner.train(cfg, output_dir=output_dir, device=options.device, progress=not options.quiet)
         minutes = (time.time() - start) / 60
     return best_checkpoint(output_dir), summary, minutes
@@ -128,51 +131,68 @@ def train_and_measure(entry, options, extra_overrides=(), cfg=None, from_run=Non
 
     The config is :func:`card_config` (``cfg`` when the procedure resolved it
     already); the checkpoint and ``from_run`` are :func:`train_checkpoint`'s.
-    Returns ``{"metrics": {"split": …, name: value, …}, "weights": {"path",
-    "sha256", …}, "summary": …, "checkpoint": path, "train_minutes": …}``
-    (the trainer's summary; the training's wall time).
+    Returns ``{"metrics": {"split": …, name: value, …}, "weights": the card's
+    :class:`~zoo.card.Weights` with the new sha256, "summary": …, "checkpoint":
+    path, "train_minutes": …}`` (the trainer's summary; the training's wall time).
     """
-    recipe = entry.get("reproduce") or {}
     cfg = cfg if cfg is not None else card_config(entry, options, extra_overrides)
-    best, summary, minutes = train_checkpoint(cfg, entry, options, from_run)
-    split = recipe.get("split", "test")
+    best, summary, minutes = train_checkpoint(cfg, entry.name, options, from_run)
+    split = entry.reproduce.split if entry.reproduce else "test"
     metrics = runner.evaluate_config(cfg, best, split=split, device=options.device)
-    weights_path = entry["weights"]["path"]
-    sha = export_weights(best, destination(options, weights_path))
+    sha = export_weights(best, destination(options, entry.weights.path))
     return {"metrics": {"split": split, **{k: round(float(v), 4) for k, v in metrics.items()}},
-            "weights": {**entry["weights"], "path": weights_path, "sha256": sha}, "summary": summary,
+            "weights": entry.weights.replace(sha256=sha), "summary": summary,
             "checkpoint": best, "train_minutes": minutes}
+
+
+# What a card's ``reproduce.procedure`` may name: procedure -> (module of this package, function).
+PROCEDURES = {"lac": (".lac", "reproduce_lac"), "lac_pku": (".lac", "reproduce_lac_pku"),
+              "senta": (".senta", "reproduce_senta"), "simnet": (".simnet", "reproduce"),
+              "slim": (".slim", "reproduce_slim"), "video": (".video", "reproduce_video")}
+
+
+def _procedure(entry):
+    """The function that reproduces ``entry``: its recipe's procedure from :data:`PROCEDURES`, else
+    :func:`train_and_measure` for a trained card."""
+    if entry.reproduce is not None:
+        if entry.reproduce.procedure not in PROCEDURES:
+            raise CatalogError(f"model {entry.name!r}: unknown reproduce procedure {entry.reproduce.procedure!r} "
+                               f"(known: {', '.join(PROCEDURES)})")
+        module, function = PROCEDURES[entry.reproduce.procedure]
+        return getattr(importlib.import_module(module, __package__), function)
+    if entry.kind == "trained":
+        return train_and_measure
+    raise CatalogError(f"model {entry.name!r} has no reproduce recipe")
+
+
+def _measured(outcome):
+    """The card fields an outcome sets: ``metrics`` and ``weights`` (a Weights, or the catalog's mapping)."""
+    fields = {"metrics": outcome["metrics"]} if "metrics" in outcome else {}
+    if "weights" in outcome:
+        weights = outcome["weights"]
+        fields["weights"] = weights if isinstance(weights, Weights) else Weights.from_mapping(weights, "reproduce")
+    return fields
 
 
 def _run_one(entry, options, catalog_path, results_path):
     start = time.time()
-    custom = (entry.get("reproduce") or {}).get("function")
-    if custom:
-        module_name, _, function = custom.partition(":")
-        outcome = getattr(importlib.import_module(module_name), function)(entry, options)
-    elif "config" in entry:
-        outcome = train_and_measure(entry, options)
-    else:
-        raise CatalogError(f"model {entry['name']!r} has no reproduce recipe")
+    outcome = _procedure(entry)(entry, options)
     minutes = (time.time() - start) / 60
     today = datetime.date.today().isoformat()
-    updated = dict(entry)
-    updated.update({k: v for k, v in outcome.items() if k in ("metrics", "weights")})
-    updated.update(date=today, reproduce_minutes=round(minutes, 1))
+    updated = entry.replace(**_measured(outcome), date=today, reproduce_minutes=round(minutes, 1))
     write_card(updated, catalog_path)
     table, others = cards(catalog_path), []
     for name, measured in (outcome.get("models") or {}).items():
-        if name != entry["name"] and name in table:
-            others.append({**table[name], **{k: v for k, v in measured.items() if k in ("metrics", "weights")},
-                           "date": today})
+        if name != entry.name and name in table:
+            others.append(table[name].replace(**_measured(measured), date=today))
             write_card(others[-1], catalog_path)
-    metrics = ", ".join(f"{k} {v}" for k, v in updated["metrics"].items())
+    metrics = ", ".join(f"{k} {v}" for k, v in updated.metrics.items())
     if "results_text" in outcome and outcome["results_text"] is None:
         return [updated] + others                           # a partial rebuild writes no block
     row = (outcome.get("results_text") or
-           f"| {entry['name']} | {metrics} | `oar reproduce {entry['name']}` | {minutes:.1f} min | "
-           f"{machine_description()} | {updated['date']} |")
-    update_results(outcome.get("results_name", entry["name"]), row, results_path)
+           f"| {entry.name} | {metrics} | `oar reproduce {entry.name}` | {minutes:.1f} min | "
+           f"{machine_description()} | {updated.date} |")
+    update_results(outcome.get("results_name", entry.name), row, results_path)
     return [updated] + others
 
 
@@ -197,21 +217,21 @@ def reproduce(target, options):
     elif target in table:
         chosen = [table[target]]
     elif target == "slim":                                  # the compressed cards (zoo.reproduce.slim)
-        chosen = [c for c in table.values() if c.get("compressed_from")]
+        chosen = [c for c in table.values() if c.kind == "compressed"]
         wanted = getattr(options, "cards", None)
-        unknown = sorted(set(wanted or ()) - {c["name"] for c in chosen})
+        unknown = sorted(set(wanted or ()) - {c.name for c in chosen})
         if unknown:
             raise UsageError(f"--cards: not compressed cards: {', '.join(unknown)} "
-                               f"(known: {', '.join(c['name'] for c in chosen)})")
-        chosen = [c for c in chosen if wanted is None or c["name"] in wanted]
+                               f"(known: {', '.join(c.name for c in chosen)})")
+        chosen = [c for c in chosen if wanted is None or c.name in wanted]
     elif target in groups():
-        chosen = [c for c in table.values() if c["task"] in groups()[target] and not c.get("compressed_from")]
+        chosen = [c for c in table.values() if c.task in groups()[target] and c.kind != "compressed"]
     else:
-        from ..catalog import card
         card(target)  # raises with close names
     catalog_path, results_path = _targets(options)
     updated = []
     for entry in chosen:
-        if (entry.get("reproduce") or "config" in entry) and entry["name"] not in {u["name"] for u in updated}:
+        if (entry.reproduce or entry.kind == "trained") and entry.name not in {u.name for u in updated}:
             updated += _run_one(entry, options, catalog_path, results_path)
     return updated
+

@@ -74,12 +74,12 @@ def reproduce_lac_pku(entry, options):
     """
     start_wall, start_cpu, load_before = time.time(), time.process_time(), os.getloadavg()[0]
     cfg = card_config(entry, options)
-    train = DATASETS.build(cfg["data"]["train"], where=f"{entry['config']}: data.train")
+    train = DATASETS.build(cfg["data"]["train"], where=f"{entry.config}: data.train")
     vocab = train.vocab
     if len(vocab) != cfg["model"]["vocab_size"]:
-        raise ConfigError(f"{entry['config']}: model.vocab_size is {cfg['model']['vocab_size']} but the training "
+        raise ConfigError(f"{entry.config}: model.vocab_size is {cfg['model']['vocab_size']} but the training "
                           f"data's vocabulary has {len(vocab)} entries; set model.vocab_size={len(vocab)}")
-    vocab_path = destination(options, entry["weights"]["vocab"])
+    vocab_path = destination(options, entry.weights.companions["vocab"])
     os.makedirs(os.path.dirname(vocab_path), exist_ok=True)
     vocab.save(vocab_path)
     overrides, shipped = [f"task.vocab_file={vocab_path}"], {"vocab": vocab_path}
@@ -91,13 +91,13 @@ def reproduce_lac_pku(entry, options):
         overrides.append(f"task.lexicon_file={json.dumps(list(lexicon['files'].values()))}")
     outcome = train_and_measure(entry, options, extra_overrides=overrides)
     wall, cpu = time.time() - start_wall, time.process_time() - start_cpu
-    for key, path in shipped.items():
-        outcome["weights"].update({key: entry["weights"][key], f"{key}_sha256": sha256_of(path)})
+    outcome["weights"] = outcome["weights"].replace(
+        companion_sha256={**entry.weights.companion_sha256, **{key: sha256_of(path) for key, path in shipped.items()}})
     summary, metrics = outcome["summary"], outcome["metrics"]
     kept = f"step {summary['best_step']}" if summary.get("best_step") is not None else "the last step"
     outcome["results_text"] = (
         f"### lac_pku (`oar reproduce lac_pku`)\n\n"
-        f"`{entry['config']}` ({_features_text(cfg, lexicon)}) trained on the People's Daily 1998-01 train "
+        f"`{entry.config}` ({_features_text(cfg, lexicon)}) trained on the People's Daily 1998-01 train "
         f"split for {summary['epoch']} epochs ({summary['step']} steps); the checkpoint kept is the best on dev by "
         f"`pos_f1` ({kept}). Scores on the {metrics['split']} split:\n\n{metrics_table(metrics)}\n\n"
         f"{_run_facts(wall, cpu, load_before, options)}")
@@ -114,10 +114,10 @@ def _save_lexicon(entry, options, train):
         lexicons["official_lexicon"] = official_words(train.lexicon_max_len)
     files = {}
     for key, words in lexicons.items():
-        if key not in entry["weights"]:
-            raise ConfigError(f"{entry['config']}: the task reads lexicon features but the card {entry['name']!r} "
+        if key not in entry.weights.companions:
+            raise ConfigError(f"{entry.config}: the task reads lexicon features but the card {entry.name!r} "
                               f"names no weights.{key} to write those words to")
-        files[key] = destination(options, entry["weights"][key])
+        files[key] = destination(options, entry.weights.companions[key])
         save_lexicon(words, files[key])
     return {"files": files, "words": len(lexicons["lexicon"]),
             "official_words": len(lexicons.get("official_lexicon", ())), "min_freq": train.lexicon_min_freq,

@@ -96,15 +96,15 @@ def _seed_run(name, cfg, seed, options):
     ``"seed"``, ``"train_seconds"`` and ``"checkpoint"``. A run is reused (``"reused": True``) when its
     ``scores.json`` records the same resolved config."""
     cfg = {**cfg, "train": {**cfg["train"], "seed": seed}}
-    entry = {"name": os.path.join(name, f"seed{seed}")}
-    run_dir, sha = os.path.join(options.output_root, entry["name"]), _config_sha256(cfg)
+    run_name = os.path.join(name, f"seed{seed}")
+    run_dir, sha = os.path.join(options.output_root, run_name), _config_sha256(cfg)
     path = os.path.join(run_dir, _SCORES)
     if os.path.isfile(path):
         with open(path, encoding="utf-8") as f:
             done = json.load(f)
         if done.get("config_sha256") == sha and os.path.isfile(done["checkpoint"]):
             return {**done, "reused": True}
-    checkpoint, _, minutes = train_checkpoint(cfg, entry, options)
+    checkpoint, _, minutes = train_checkpoint(cfg, run_name, options)
     row = {"seed": seed, "train_seconds": minutes * 60, "checkpoint": checkpoint, "config_sha256": sha,
            **_score(cfg, checkpoint, options.device)}
     with atomic_write(path) as f:
@@ -264,22 +264,22 @@ def reproduce_senta(entry, options):
     (the other shipped cards' ones), and the table as ``results_text`` for the
     ``senta`` block of ``docs/RESULTS.md``.
     """
-    recipe = entry.get("reproduce") or {}
-    names = list(recipe.get("models") or ALL_CONFIGS)
+    recipe = entry.reproduce
+    names = list(recipe.models or ALL_CONFIGS)
     shipped = {name: card for name, card in cards().items() if name in CHAR_MODELS and name in names}
-    if entry["name"] not in shipped:
-        raise ConfigError(f"card {entry['name']!r}: reproduce_senta serves the cards of {', '.join(CHAR_MODELS)}, "
+    if entry.name not in shipped:
+        raise ConfigError(f"card {entry.name!r}: reproduce_senta serves the cards of {', '.join(CHAR_MODELS)}, "
                           f"and reproduce.models must include the card's own model")
-    vocab_file = entry["weights"]["vocab"]
+    vocab_file = entry.weights.companions["vocab"]
     vocab_path = destination(options, vocab_file)
-    cfg = load_config(os.path.join(ROOT, entry["config"]), list(options.overrides))
+    cfg = load_config(os.path.join(ROOT, entry.config), list(options.overrides))
     os.makedirs(os.path.dirname(vocab_path), exist_ok=True)
     runner.build_task(cfg).vocab.save(vocab_path)
-    exports = {name: destination(options, card["weights"]["path"]) for name, card in shipped.items()}
+    exports = {name: destination(options, card.weights.path) for name, card in shipped.items()}
     start, start_cpu = time.time(), time.process_time()
     pretrained = pretrain_vectors(names, options)
     splits = {part: _examples(cfg, split) for part, split in (("train", "train"), ("dev", "eval"), ("test", "test"))}
-    cleaning = _cleaning(recipe.get("label_cleaning"), splits, options)
+    cleaning = _cleaning(recipe.label_cleaning, splits, options)
     extra = [f"data.train.drop={cleaning['drop_file']}"] if cleaning and cleaning["drop_file"] else []
     rows = reproduce(names, options, exports=exports, extra_overrides=extra)
     peer = _measured_peer(splits, cleaning["drop"] if cleaning else frozenset())
@@ -296,10 +296,10 @@ def reproduce_senta(entry, options):
     vocab = {"vocab": vocab_file, "vocab_sha256": sha256_of(vocab_path)}
     models = {row["name"]: {"metrics": {"split": "test", "acc": round(row["test_acc"], 4),
                                         "macro_f1": round(row["test_macro_f1"], 4)},
-                            "weights": {"path": shipped[row["name"]]["weights"]["path"], "sha256": row["sha256"],
+                            "weights": {"path": shipped[row["name"]].weights.path, "sha256": row["sha256"],
                                         **vocab}}
               for row in rows if row["name"] in shipped}
-    own = models.pop(entry["name"])
+    own = models.pop(entry.name)
     return {**own, "models": models, "results_name": "senta",
             "results_text": results_table(rows, facts, peer, combined, uncleaned)}
 

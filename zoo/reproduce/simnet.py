@@ -122,7 +122,7 @@ def reproduce(card, options):
     the weights and the vocabulary go to ``zoo/weights/``, or under the
     dry-run folder (:func:`zoo.reproduce.destination`). Returns :func:`summarize`'s outcome.
     """
-    names = (card.get("reproduce") or {}).get("models") or list(SIMNET_MODELS)
+    names = list(card.reproduce.models if card.reproduce else ()) or list(SIMNET_MODELS)
     weights_dir = destination(options, WEIGHTS_DIR)
     start, start_cpu = time.perf_counter(), time.process_time()
     rows = [train_and_measure(name, options, weights_dir) for name in names]
@@ -156,7 +156,7 @@ def summarize(card, rows, options, wall_seconds=None, cpu_seconds=None):
                                         "sha256": row["sha256"],
                                         "vocab": f"{WEIGHTS_DIR}/{os.path.basename(row['vocab'])}",
                                         "vocab_sha256": sha256_of(row["vocab"])}} for row in rows}
-    chosen = card["name"] if card["name"] in models else max(models, key=lambda n: models[n]["metrics"]["acc"])
+    chosen = card.name if card.name in models else max(models, key=lambda n: models[n]["metrics"]["acc"])
     _write_summary(os.path.join(options.output_root, "simnet_summary.json"), rows, peers)
     return {"metrics": models[chosen]["metrics"], "weights": models[chosen]["weights"], "results_name": "simnet",
             "results_text": text, "models": models}

@@ -27,7 +27,7 @@ from framework.onnx import OnnxProgram, export
 from framework.serialization import atomic_write
 
 from ..catalog import ROOT, cards
-from ..cards import card_config, weighted_task
+from ..build import card_config, weighted_task
 from ..slim.measure import export_program, ratios, speed, static_program, test_inputs, test_metrics
 from ..slim.run import compress, report
 from ..slim.runtime import on_runtime
@@ -49,7 +49,7 @@ ROUNDS = (30, 3)           # interleaved rounds of the speed-ups at batch 1 and 
 
 def compressed_cards(table=None):
     """The compressed cards, in catalog order."""
-    return [entry for entry in (table or cards()).values() if entry.get("compressed_from")]
+    return [entry for entry in (table or cards()).values() if entry.kind == "compressed"]
 
 
 def _reusable(run_dir, entry):
@@ -60,10 +60,9 @@ def _reusable(run_dir, entry):
         return None
     with open(path, encoding="utf-8") as f:
         done = json.load(f)
-    base = cards()[entry["compressed_from"]]
-    same_source = entry.get("from_scratch") or \
-        done["origin"].get("weights_sha256") == base["weights"]["sha256"]
-    return done if same_source and done.get("config_sha256") == sha256_of(os.path.join(ROOT, entry["slim_config"])) \
+    base = cards()[entry.compressed_from]
+    same_source = entry.from_scratch or (done.get("source") or {}).get("weights_sha256") == base.weights.sha256
+    return done if same_source and done.get("config_sha256") == sha256_of(os.path.join(ROOT, entry.slim_config)) \
         else None
 
 
@@ -105,7 +104,7 @@ def speedups(base, compressed, singles, batch):
 def _base_row(name, folder):
     source = open_source(name)
     counted = report(name)
-    weights = os.path.join(ROOT, cards()[name]["weights"]["path"])
+    weights = os.path.join(ROOT, cards()[name].weights.path)
     os.makedirs(os.path.join(folder, name), exist_ok=True)
     example = test_inputs(source.task, source.cfg, 1)[0][0]
     runtimes = _runtimes(source.task, example, os.path.join(folder, name))
@@ -115,11 +114,11 @@ def _base_row(name, folder):
 
 def _compressed_row(entry, done, weights, run_dir, base_runtimes):
     cfg = card_config(entry)
-    task = weighted_task(cfg, weights, "compressed")
+    task = weighted_task(cfg, weights, entry.kind)
     singles, batch = test_inputs(task, cfg, SINGLES)
     onnx_path = os.path.join(run_dir, "model.int8.onnx") if done["strategy"] == "quant" else None
     runtimes = _runtimes(task, singles[0], run_dir, onnx_path)
-    return {"name": entry["name"], "made_from": entry["compressed_from"], "params": done["after"]["params"],
+    return {"name": entry.name, "made_from": entry.compressed_from, "params": done["after"]["params"],
             "macs": done["after"]["macs"], "float32_bytes": done["before"]["float32_bytes"],
             **_measure(task, cfg, weights, runtimes), "speedup": speedups(base_runtimes, runtimes, singles, batch)}
 
@@ -207,10 +206,9 @@ def _card_metrics(row):
 
 
 def _weights_entry(card, weights):
-    """The card's ``weights`` with the shipped file's sha256 and one for each companion file it names."""
-    named = {k: v for k, v in card["weights"].items() if k != "path" and not k.endswith("sha256")}
-    return {**card["weights"], "sha256": sha256_of(weights),
-            **{f"{k}_sha256": sha256_of(os.path.join(ROOT, v)) for k, v in named.items()}}
+    """The card's :class:`~zoo.card.Weights` with the shipped file's sha256 and one for each companion file."""
+    return card.weights.replace(sha256=sha256_of(weights), companion_sha256={
+        name: sha256_of(os.path.join(ROOT, path)) for name, path in card.weights.companions.items()})
 
 
 def rebuild(entries, options):
@@ -224,19 +222,19 @@ def rebuild(entries, options):
 def _rebuild(entries, options, folder):
     rows, bases, models = [], {}, {}
     for card in entries:
-        run_dir = os.path.join(os.path.abspath(options.output_root), "slim", card["name"])
+        run_dir = os.path.join(os.path.abspath(options.output_root), "slim", card.name)
         done = _reusable(run_dir, card) or compress(
-            os.path.join(ROOT, card["slim_config"]), card["compressed_from"], run_dir,
-            from_scratch=bool(card.get("from_scratch")), device=None if options.device == "cpu" else options.device,
+            os.path.join(ROOT, card.slim_config), card.compressed_from, run_dir,
+            from_scratch=card.from_scratch, device=None if options.device == "cpu" else options.device,
             progress=not options.quiet, finetune_overrides=options.overrides)
-        weights = destination(options, card["weights"]["path"])
+        weights = destination(options, card.weights.path)
         os.makedirs(os.path.dirname(weights), exist_ok=True)
         shutil.copyfile(os.path.join(run_dir, "weights.npz"), weights)
-        if card["compressed_from"] not in bases:
-            bases[card["compressed_from"]] = _base_row(card["compressed_from"], folder)
-            rows.append(bases[card["compressed_from"]][0])
-        rows.append(_compressed_row(card, done, weights, run_dir, bases[card["compressed_from"]][1]))
-        models[card["name"]] = {"metrics": _card_metrics(rows[-1]), "weights": _weights_entry(card, weights)}
+        if card.compressed_from not in bases:
+            bases[card.compressed_from] = _base_row(card.compressed_from, folder)
+            rows.append(bases[card.compressed_from][0])
+        rows.append(_compressed_row(card, done, weights, run_dir, bases[card.compressed_from][1]))
+        models[card.name] = {"metrics": _card_metrics(rows[-1]), "weights": _weights_entry(card, weights)}
     return rows, models
 
 
@@ -257,9 +255,9 @@ def reproduce_slim(entry, options):
     ``<output_root>/slim/table.md``, not to RESULTS (a partial table would replace the whole one)."""
     start = datetime.datetime.now()
     wanted = getattr(options, "cards", None)
-    rows, models = rebuild([c for c in compressed_cards() if wanted is None or c["name"] in wanted], options)
+    rows, models = rebuild([c for c in compressed_cards() if wanted is None or c.name in wanted], options)
     minutes = (datetime.datetime.now() - start).total_seconds() / 60
-    own = models.pop(entry["name"])
+    own = models.pop(entry.name)
     command = "oar reproduce slim" + (" --cards " + " ".join(wanted) if wanted is not None else "")
     text = results_table(rows, _facts(command, minutes))
     if wanted is not None:

@@ -34,6 +34,8 @@ from video.data.synthetic import MOTIONS
 from video.metrics import confusion_matrix
 from video.tasks.evaluation import evaluate_motions, heldout_feature_metrics, orderless_bound
 
+from ..card import Card, Weights
+from ..catalog import ROOT
 from . import card_config, destination, train_and_measure, train_checkpoint
 
 __all__ = ["FRAME_MODELS", "FEATURE_MODELS", "BACKBONE_WEIGHTS", "FEATURE_METRICS", "train_backbone",
@@ -56,9 +58,9 @@ _COLUMNS = [("model", "model"), ("motion_top1", "motion top-1"), ("motion_top1_m
 
 
 def _entry(name):
-    """The card-like recipe of ``<name>_synth`` for the shared runner: its config and weights file."""
-    return {"name": f"{name}_synth", "config": f"configs/video/{name}_synth.yaml",
-            "weights": {"path": f"zoo/weights/{name}_synth.npz"}}
+    """The card of ``<name>_synth`` for the shared runner: its config and weights file."""
+    return Card(name=f"{name}_synth", task="video", kind="trained", folder=ROOT,
+                config=f"configs/video/{name}_synth.yaml", weights=Weights(f"zoo/weights/{name}_synth.npz"))
 
 
 def _run_of(name, from_runs):
@@ -73,7 +75,7 @@ def train_backbone(options, from_runs=None):
     outcome = train_and_measure(_entry("feature_backbone"), options, from_run=_run_of("feature_backbone", from_runs))
     metrics = outcome["metrics"]
     return {"model": "feature_backbone_synth", "split": "test", "train_minutes": outcome["train_minutes"],
-            **{k: metrics[k] for k in BACKBONE_METRICS if k in metrics}, "sha256": outcome["weights"]["sha256"]}
+            **{k: metrics[k] for k in BACKBONE_METRICS if k in metrics}, "sha256": outcome["weights"].sha256}
 
 
 def run_frame_model(name, options, overrides=(), from_runs=None):
@@ -82,10 +84,10 @@ def run_frame_model(name, options, overrides=(), from_runs=None):
     ``"labels"`` for the confusion picture)."""
     entry = _entry(name)
     cfg = card_config(entry, options, overrides)
-    best, _, minutes = train_checkpoint(cfg, entry, options, _run_of(name, from_runs))
-    row = {"model": entry["name"], "split": "test", **evaluate_motions(cfg, best, device=options.device),
+    best, _, minutes = train_checkpoint(cfg, entry.name, options, _run_of(name, from_runs))
+    row = {"model": entry.name, "split": "test", **evaluate_motions(cfg, best, device=options.device),
            "train_minutes": minutes, "checkpoint": best,
-           "weights": destination(options, entry["weights"]["path"])}
+           "weights": destination(options, entry.weights.path)}
     row["sha256"] = export_weights(best, row["weights"])
     return row
 
@@ -100,11 +102,11 @@ def run_feature_model(name, options, overrides=(), from_runs=None):
         runner.build_dataset(cfg, "train")          # extracts the features once, outside the timed training
     outcome = train_and_measure(entry, options, cfg=cfg, from_run=_run_of(name, from_runs))
     metrics = outcome["metrics"]
-    row = {"model": entry["name"], "labels": "multilabel (12 motions + 6 shapes)", "split": "test"}
+    row = {"model": entry.name, "labels": "multilabel (12 motions + 6 shapes)", "split": "test"}
     row.update({label: metrics[key] for key, label in FEATURE_METRICS.items() if key in metrics})
     row.update(heldout_feature_metrics(cfg, outcome["checkpoint"], device=options.device))
     row.update({"train_minutes": outcome["train_minutes"], "checkpoint": outcome["checkpoint"],
-                "weights": destination(options, entry["weights"]["path"]), "sha256": outcome["weights"]["sha256"]})
+                "weights": destination(options, entry.weights.path), "sha256": outcome["weights"].sha256})
     return row
 
 
@@ -232,5 +234,5 @@ def reproduce_video(entry, options):
     ``entry`` and, under ``"models"``, of every other video card."""
     result = run(options, from_runs=getattr(options, "from_runs", None))
     models = card_updates(result)
-    own = models.pop(entry["name"])
+    own = models.pop(entry.name)
     return {**own, "models": models, "results_name": "video", "results_text": result["results_text"]}

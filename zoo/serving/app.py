@@ -43,7 +43,7 @@ from .batcher import QueueFull
 from .instances import (RequestError, ScratchFiles, decode_instances, hide_paths, invalid, paddlehub_instances,
                         parse_body, read_instances)
 from .metrics import CONTENT_TYPE_LATEST, UNKNOWN_MODEL, ServingMetrics
-from .models import ServedModel
+from .models import ServedModel, served_models
 
 __all__ = ["create_app", "Server"]
 
@@ -53,9 +53,9 @@ log = logging.getLogger("oar.serve")
 class Server:
     """What the routes share: the options, the served models by name, the metrics and a scratch folder."""
 
-    def __init__(self, names, options):
+    def __init__(self, models, options):
         self.options, self.metrics = options, ServingMetrics()
-        self.models = {name: ServedModel(name, options, self.metrics) for name in dict.fromkeys(names)}
+        self.models = {name: ServedModel(name, options, self.metrics, model) for name, model in models.items()}
         self.scratch = self._blas = None
         self.hidden = {}
 
@@ -252,11 +252,12 @@ def _log_to_stderr():
         log.setLevel(logging.INFO)
 
 
-def create_app(names, options):
-    """The Starlette application serving the zoo models ``names`` with :class:`~zoo.serving.options.ServeOptions`
-    ``options`` (an unknown name raises the catalog's error now)."""
+def create_app(models, options):
+    """The Starlette application serving ``models`` with :class:`~zoo.serving.options.ServeOptions` ``options``:
+    what ``oar serve`` takes (zoo names, run or export directories, ``NAME=DIR``), or the ``{route name:
+    model}`` of :func:`~zoo.serving.models.served_models` (an unknown model raises its error now)."""
     _log_to_stderr()
-    server = Server(names, options)
+    server = Server(models if isinstance(models, dict) else served_models(models), options)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):

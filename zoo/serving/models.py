@@ -1,24 +1,54 @@
 """The models one server serves: loading each (off the event loop), its warm-up batch, its state and batcher.
 
-A :class:`ServedModel` is ``loading`` until its task is loaded and has
+:func:`served_models` turns what ``oar serve`` is given (zoo names, run or
+export directories, ``NAME=DIR``) into ``{route name: model}``, each model
+resolved (:func:`zoo.resolver.resolve`) before anything listens. A
+:class:`ServedModel` is ``loading`` until its task is loaded and has
 answered one warm-up batch, then ``ready`` with a running
 :class:`~zoo.serving.batcher.Batcher`; a model that fails to load is
 ``failed`` (its one-line reason kept) and the others serve on.
 """
 import inspect
 import logging
+import os
+import re
 import tempfile
 
 from framework.errors import UserError
 
 from ..api import load
-from ..catalog import card
+from ..card import CardError
+from ..resolver import resolve
 from ..tasks import task_spec
 from .batcher import Batcher
 
-__all__ = ["ServedModel", "load_task"]
+__all__ = ["ServedModel", "load_task", "served_models"]
 
 log = logging.getLogger("oar.serve")
+
+_ROUTE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+
+
+def served_models(specs):
+    """``{route name: model}`` of ``specs``: a zoo name serves under its name, a run or export directory under
+    its base name, ``NAME=DIR`` (or ``NAME=zoo_name``) under ``NAME``; a directory is made absolute (worker
+    processes load it too). Every model is resolved first, so an unknown one fails before anything listens;
+    two models under one route name, or a route name a URL cannot carry, are a CardError."""
+    models = {}
+    for spec in [specs] if isinstance(specs, str) else specs:
+        route, sep, model = str(spec).partition("=")
+        if not sep:
+            route, model = os.path.basename(os.path.normpath(spec)), spec
+        if not _ROUTE_NAME.fullmatch(route):
+            raise CardError(f"{spec!r:.80}: the route name {route!r:.80} must be letters, digits, '_', '.' or '-' "
+                            f"(give NAME=DIR to choose one)")
+        card = resolve(model)
+        model = model if card.origin == "zoo" else os.path.abspath(model)
+        if models.get(route, model) != model:
+            raise CardError(f"two models would serve as {route!r}: {models[route]} and {model}; name them with "
+                            f"NAME=DIR")
+        models[route] = model
+    return models
 
 
 def load_task(name, options):
@@ -33,20 +63,21 @@ def load_task(name, options):
 
 
 class ServedModel:
-    """One served zoo model: ``name``, ``task`` (the task's name), ``version`` (the weights' sha256, None
-    for a model its card loads from elsewhere), ``kind`` of instance, ``state`` and, once ready, ``batcher``."""
+    """One served model: its route ``name``, ``model`` (a zoo name or a directory), ``task`` (the task's
+    name), ``version`` (the weights' sha256, None for a model its card loads from elsewhere), ``kind`` of
+    instance, ``state`` and, once ready, ``batcher``."""
 
-    def __init__(self, name, options, metrics):
-        entry = card(name)
-        self.name, self.task, self.options, self.metrics = name, entry["task"], options, metrics
-        self.version = (entry.get("weights") or {}).get("sha256")
+    def __init__(self, name, options, metrics, model=None):
+        card = resolve(model or name)
+        self.name, self.model, self.task, self.options, self.metrics = name, model or name, card.task, options, metrics
+        self.version = card.version
         self.kind = task_spec(self.task).kind
         self.state, self.reason, self.batcher = "loading", None, None
 
     def load(self):
         """Load the task, run one warm-up batch and start the batcher; on failure the state is ``failed``."""
         try:
-            task = load_task(self.name, self.options)
+            task = load_task(self.model, self.options)
             with tempfile.TemporaryDirectory() as folder:
                 task.predict(task_spec(self.task).example_inputs(folder))
         except Exception as err:                # noqa: BLE001 - one model's failure leaves the others serving

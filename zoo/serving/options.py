@@ -89,7 +89,9 @@ _METAVARS = {"host": "HOST", "allow_path": "DIR", "runtime": None, "device": Non
 
 def add_arguments(parser):
     """Declare ``oar serve NAME [NAME …]`` and one flag per :class:`ServeOptions` field on ``parser``."""
-    parser.add_argument("names", nargs="+", metavar="NAME", help="zoo models to serve (see `oar list`)")
+    parser.add_argument("names", nargs="+", metavar="MODEL",
+                        help="models to serve: zoo names (`oar list`), run or export directories (served under "
+                             "their base names), or NAME=DIR")
     for field in dataclasses.fields(ServeOptions):
         kind = field.type if field.type in (int, float) else str
         parser.add_argument(f"--{field.name}", type=kind, default=field.default, choices=_CHOICES.get(field.name),

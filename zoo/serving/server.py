@@ -17,8 +17,8 @@ import uvicorn
 
 from framework.errors import UserError
 
-from ..catalog import card
 from .app import create_app
+from .models import served_models
 from .options import ServeOptions
 
 __all__ = ["serve", "app_from_environment"]
@@ -33,7 +33,7 @@ class ServeError(UserError, OSError):
 def app_from_environment():
     """The application a worker process builds from the names and options in ``OAR_SERVE``."""
     settings = json.loads(os.environ[OPTIONS_ENV])
-    return create_app(settings["names"], ServeOptions.from_json(settings["options"]))
+    return create_app(settings["models"], ServeOptions.from_json(settings["options"]))
 
 
 def _run(target, options):
@@ -46,24 +46,23 @@ def _run(target, options):
 
 
 def serve(names, options=None, **settings):
-    """Serve the zoo models ``names`` over HTTP until SIGTERM or Ctrl-C (``oar serve``).
+    """Serve the models ``names`` over HTTP until SIGTERM or Ctrl-C (``oar serve``): zoo names, run or export
+    directories (served under their base names) or ``NAME=DIR`` (:func:`~zoo.serving.models.served_models`).
 
     ``options``: a :class:`~zoo.serving.options.ServeOptions`, or its fields as keywords
-    (``serve(["lac_pku"], port=8866, max_batch_size=32)``). An unknown model name raises the catalog's
-    error before anything listens.
+    (``serve(["lac_pku", "outputs/my_reviews"], port=8866, max_batch_size=32)``). An unknown model raises
+    its error before anything listens.
     """
     options = options or ServeOptions(**settings)
-    names = list(dict.fromkeys([names] if isinstance(names, str) else names))
-    for name in names:
-        card(name)
+    models = served_models(names)
     # uvicorn re-raises the SIGTERM it has drained on once it is done; by then there is nothing left to stop
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, lambda signum, frame: None)
     if options.workers == 1:
-        _run(create_app(names, options), options)
+        _run(create_app(models, options), options)
         return 0
     with tempfile.TemporaryDirectory(prefix="oar-serve-metrics-") as folder:
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = folder
-        os.environ[OPTIONS_ENV] = json.dumps({"names": names, "options": options.to_json()})
+        os.environ[OPTIONS_ENV] = json.dumps({"models": models, "options": options.to_json()})
         _run(f"{__name__}:app_from_environment", options)
     return 0

@@ -3,8 +3,10 @@
 - :func:`model_inputs`: the arrays a task's model is called with for a batch
   (recorded from ``task.predict_batch``), the inputs a traced program and an
   ONNX model take;
-- :func:`test_inputs`: those arrays for the first test examples one by one and
-  for a test batch of 64;
+- :func:`measure_split`: the split a model is measured on (test, else eval,
+  else train: what its config has);
+- :func:`test_inputs`: those arrays for the first examples of a split one by one
+  and for a batch of 64;
 - :func:`static_program`, :func:`export_program`: the traced program of the
   static path (exact passes) and the one exported to ONNX (batch norm folded);
 - :func:`timed`: median wall time of calls (after a warm-up), never asserted on;
@@ -13,10 +15,14 @@
   :func:`ratios`: one call's time over each other's from it;
 - :func:`speed`: batch-1 latency (ms, median over the first ``n`` single
   examples) and batch-64 throughput (examples/s) of a callable on those inputs;
-- :func:`test_metrics`: the task's metrics on its config's test split.
+- :func:`test_metrics`: the task's metrics on a split of its config (test by default);
+- :func:`runtime_speeds`: :func:`speed` of a task's network on the oar static path
+  and in ONNX Runtime.
 """
 import itertools
+import os
 import statistics
+import tempfile
 import time
 
 from framework import jit
@@ -24,8 +30,8 @@ from framework.engine import runner
 from framework.engine.task import to_tensors
 from framework.tensor import Tensor
 
-__all__ = ["model_inputs", "test_inputs", "timed", "best_of", "ratios", "speed", "test_metrics", "static_program",
-           "export_program"]
+__all__ = ["model_inputs", "measure_split", "test_inputs", "timed", "best_of", "ratios", "speed", "test_metrics",
+           "static_program", "export_program", "runtime_speeds"]
 
 
 class _Recorder:
@@ -53,16 +59,23 @@ def model_inputs(task, batch):
     return recorder.args
 
 
-def _test_loader(task, cfg, size):
+def measure_split(cfg):
+    """The split of ``cfg``'s data a model is measured on: ``test``, else ``eval``, else ``train``; None when
+    the config has no data."""
+    data = cfg.get("data") or {}
+    return next((split for split in ("test", "eval", "train") if data.get(split)), None)
+
+
+def _test_loader(task, cfg, size, split):
     train_cfg = {**runner.check_sections(cfg), "eval_batch_size": size}
-    return runner.build_loader(runner.build_dataset(cfg, "test"), task, train_cfg, training=False)
+    return runner.build_loader(runner.build_dataset(cfg, split), task, train_cfg, training=False)
 
 
-def test_inputs(task, cfg, singles=10, batch=64):
-    """``(singles, batch)``: the model inputs (:func:`model_inputs`) of the first ``singles`` test examples one
-    by one, and of the first test batch of ``batch``."""
-    ones = [model_inputs(task, one) for one in itertools.islice(_test_loader(task, cfg, 1), singles)]
-    return ones, model_inputs(task, next(iter(_test_loader(task, cfg, batch))))
+def test_inputs(task, cfg, singles=10, batch=64, split="test"):
+    """``(singles, batch)``: the model inputs (:func:`model_inputs`) of the first ``singles`` examples of
+    ``split`` one by one, and of its first batch of ``batch`` (fewer when the split is smaller)."""
+    ones = [model_inputs(task, one) for one in itertools.islice(_test_loader(task, cfg, 1, split), singles)]
+    return ones, model_inputs(task, next(iter(_test_loader(task, cfg, batch, split))))
 
 
 def static_program(task, inputs):
@@ -121,8 +134,26 @@ def speed(call, singles, batch, repeats=20):
     return {"latency_ms": round(latency * 1e3, 3), "throughput": round(size / timed(call, batch, 3), 1)}
 
 
-def test_metrics(task, cfg, device=None):
-    """The task's metrics (4 digits) on ``cfg``'s test split."""
-    dataset = runner.build_dataset(cfg, "test")
+def test_metrics(task, cfg, device=None, split="test"):
+    """The task's metrics (4 digits) on ``cfg``'s ``split``."""
+    dataset = runner.build_dataset(cfg, split)
     loader = runner.build_loader(dataset, task, runner.check_sections(cfg), training=False)
     return {k: round(float(v), 4) for k, v in runner.evaluate(task, loader, device).items()}
+
+
+def runtime_speeds(task, singles, batch, onnx_path=None):
+    """``{"static": speed, "onnxruntime": speed}`` (:func:`speed`) of ``task``'s network on the model inputs
+    ``singles`` (batch-1 calls) and ``batch``: its traced program, and the ONNX model ``onnx_path`` (or the
+    float model exported from it, batch norm folded) in ONNX Runtime; ``onnxruntime`` is left out when the
+    ``export`` extra is not installed."""
+    speeds = {"static": speed(static_program(task, singles[0]), singles, batch)}
+    from framework import onnx
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            if onnx_path is None:
+                onnx_path = os.path.join(folder, "model.onnx")
+                onnx.export(export_program(task, singles[0]), onnx_path)
+            speeds["onnxruntime"] = speed(onnx.OnnxProgram(onnx_path), singles, batch)
+    except onnx.MissingExportDependency:
+        pass
+    return speeds

@@ -1,9 +1,11 @@
-"""The model ``oar compress --model`` starts from: a zoo card or a config (with weights), its task built,
-its traced program at hand, and batches of its own data.
+"""The model ``oar compress --model`` starts from: anything :func:`zoo.resolver.resolve` takes (a zoo name, a
+run directory, an export directory) or a config (with weights), its task built, its traced program at hand,
+and batches of its own data.
 
 :class:`Source` holds the eager task, the resolved config (the card's config
-with its overrides, or the given config), where it came from (``origin``: the
-card name or config path, with the weights' sha256) and the program the
+with its overrides; a run's config with its files inside the run; or the
+given config), where it came from (``origin``: the model as given or the
+config path, with the weights' sha256) and the program the
 model traces on a sample of its inputs (:func:`zoo.exported.trace_task`),
 which the pruning graph and the FLOPs counter read.
 """
@@ -17,10 +19,10 @@ from framework.engine.task import batch_size_of
 from framework.fetch import sha256_of
 from framework.slim import SlimError
 
-from ..cards import card_config, checked_weights, resolve_repo_files
-from ..catalog import card, card_kind
+from ..build import card_config, checked_weights, resolve_repo_files
 from ..registration import register_everything
 from ..exported import trace_task
+from ..resolver import resolve
 from ..tasks import TASK_TABLE, spec_of_type
 from .measure import model_inputs, static_program
 
@@ -49,9 +51,10 @@ def _kind_of(cfg):
 
 
 def open_source(model, weights=None, overrides=(), pretrained=True):
-    """The :class:`Source` of ``model``: a zoo card name (its checked weights; freshly initialised with
-    ``pretrained=False``) or a config path (with ``weights``, a checkpoint, or none: the freshly built
-    model); ``overrides`` apply to the config."""
+    """The :class:`Source` of ``model``: a zoo name, a run or an export directory (its checked weights, or
+    ``weights``; freshly initialised with ``pretrained=False``), or a config file (with ``weights``, a
+    checkpoint, or none: the freshly built model); ``overrides`` apply to the config (a run's files stay the
+    run's own)."""
     register_everything()
     if os.path.isfile(model):
         cfg = load_config(model, list(overrides))
@@ -59,14 +62,14 @@ def open_source(model, weights=None, overrides=(), pretrained=True):
         origin = {"config": model}
         kind = _kind_of(cfg)
     else:
-        entry = card(model)                              # an unknown name lists the close ones
-        if card_kind(entry) != "trained":
-            raise SlimError(f"--model: {model} is a {card_kind(entry)} model, not one a config trains; compress "
+        card = resolve(model)                            # an unknown name lists the close ones
+        if card.kind != "trained":
+            raise SlimError(f"--model: {model} is a {card.kind} model, not one a config trains; compress "
                             f"a trained model")
-        cfg = card_config(entry, overrides)
-        weights = weights or (checked_weights(entry) if pretrained else None)
-        origin = {"model": model, "config": entry["config"], "overrides": entry.get("overrides", [])}
-        kind = entry["task"]
+        cfg = card_config(card, overrides)
+        weights = weights or (checked_weights(card) if pretrained else None)
+        origin = {"model": model, "config": card.config, "overrides": list(card.overrides)}
+        kind = card.task
     task = runner.build_task(cfg)
     if weights:
         runner.load_weights(task.model, weights)

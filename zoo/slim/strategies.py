@@ -45,9 +45,15 @@ def _write_json(path, value):
         f.write("\n")
 
 
-def finetune_config(source, overrides):
-    """The source's config with the ``finetune`` overrides applied (and ``${…}`` references resolved)."""
-    return resolve_references(apply_overrides(source.cfg, list(overrides)), source.cfg.get("_source_", "<config>"))
+def finetune_config(source, overrides, notes):
+    """The source's config with the ``finetune`` overrides applied (and ``${…}`` references resolved). An
+    override of a section the model's config does not have (``lr.T_max`` for a model trained without a
+    schedule) is left out and listed in ``notes["finetune_left_out"]``."""
+    kept = [item for item in overrides if item.partition("=")[0].partition(".")[0] in source.cfg]
+    left_out = [item for item in overrides if item not in kept]
+    if left_out:
+        notes["finetune_left_out"] = {"overrides": left_out, "why": "the model's config has no such section"}
+    return resolve_references(apply_overrides(source.cfg, kept), source.cfg.get("_source_", "<config>"))
 
 
 def _chosen(groups, layers):
@@ -114,7 +120,7 @@ def prune(source, settings, output_dir, device=None, progress=True):
                  "blocked": {g.name: g.blocked for g in groups if not g.prunable}})
     apply(source.model, groups, kept)
     notes.update(plan=plan, macs_removed=1.0 - after / before)
-    notes["finetune"] = _train(source.task, finetune_config(source, settings["finetune"]),
+    notes["finetune"] = _train(source.task, finetune_config(source, settings["finetune"], notes),
                                os.path.join(output_dir, "finetune"), device, progress)
     return {"pruned": {"ratios": plan, "source": source.origin}}, notes
 
@@ -161,12 +167,10 @@ def best_teacher(kind, exclude=()):
     headline = TASK_TABLE[kind].headline if kind in TASK_TABLE else ("acc",)
     scored = []
     for entry in cards().values():
-        metrics = entry.get("metrics") or {}
-        if entry["task"] == kind and entry["name"] not in exclude and "config" in entry and \
-                not entry.get("compressed_from"):
-            key = next((k for k in headline if k in metrics), None)
+        if entry.task == kind and entry.name not in exclude and entry.kind == "trained":
+            key = next((k for k in headline if k in entry.metrics), None)
             if key is not None:
-                scored.append((metrics[key], entry["name"]))
+                scored.append((entry.metrics[key], entry.name))
     if not scored:
         raise SlimError(f"distill.teacher: no {kind} model in the zoo to learn from")
     return max(scored)[1]
@@ -193,8 +197,9 @@ def distill(source, settings, output_dir, device=None, progress=True):
                         f"distillation needs one label set")
     task = DistillationTask(source.task, teacher.model, s["inputs"], s["label"], s["temperature"], s["alpha"],
                             s["features"])
-    notes = {"teacher": name, "teacher_metrics": (cards()[name].get("metrics") if name in cards() else None)}
-    notes["finetune"] = _train(task, finetune_config(source, settings["finetune"]),
+    table = cards()
+    notes = {"teacher": name, "teacher_metrics": dict(table[name].metrics) if name in table else None}
+    notes["finetune"] = _train(task, finetune_config(source, settings["finetune"], notes),
                                os.path.join(output_dir, "train"), device, progress)
     return {"distilled": {"teacher": name, "temperature": s["temperature"], "alpha": s["alpha"],
                           "features": s["features"]}, "source": source.origin}, notes
