@@ -26,8 +26,8 @@ from .card import CardError
 from .catalog import ROOT
 from .registration import register_everything
 
-__all__ = ["WeightsError", "Built", "LOADERS", "RUNTIMES", "build", "ready", "card_config", "weighted_task",
-           "checked_weights", "resolve_repo_files", "program_cache_dir"]
+__all__ = ["WeightsError", "Built", "LOADERS", "LOADER_TASKS", "RUNTIMES", "build", "ready", "card_config",
+           "weighted_task", "checked_weights", "resolve_repo_files", "program_cache_dir"]
 
 RUNTIMES = ("oar", "onnxruntime")
 
@@ -114,6 +114,8 @@ def _official_lac(card):
 
 # What an ``official`` card's ``loader`` may name: a fixed table, so that no file can choose code to import or run.
 LOADERS = {"official_lac": _official_lac}
+# The task each loader builds: an official card must serve that task.
+LOADER_TASKS = {"official_lac": "lexical_analysis"}
 
 
 @dataclasses.dataclass
@@ -132,9 +134,14 @@ def build(card, runtime="oar"):
     if card.origin == "export":
         exported.check_files(card, runtime)
     if card.kind == "official":
+        where = f"model {card.name!r}"
+        if card.origin == "export":
+            where = f"{os.path.join(card.folder, exported.MANIFEST)}: {where}"
         if card.loader not in LOADERS:
-            raise CardError(f"model {card.name!r}: unknown loader {card.loader!r} (the zoo's loaders: "
-                            f"{', '.join(LOADERS)})")
+            raise CardError(f"{where}: unknown loader {card.loader!r} (the zoo's loaders: {', '.join(LOADERS)})")
+        if LOADER_TASKS[card.loader] != card.task:
+            raise CardError(f"{where} serves task {card.task!r}, but the loader {card.loader!r} builds "
+                            f"{LOADER_TASKS[card.loader]!r}")
         task = LOADERS[card.loader](card)
         task.model.eval()
         return Built(task, None, None)

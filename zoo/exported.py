@@ -190,7 +190,10 @@ def check_files(card, runtime="oar"):
 def _check_external_data(card, record):
     """Refuse an ONNX model whose tensors point at files the manifest does not list (ONNX external data)."""
     import onnx
-    model = onnx.load(os.path.join(card.folder, card.onnx), load_external_data=False)
+    from framework.onnx.errors import reading_model
+    path = os.path.join(card.folder, card.onnx)
+    with reading_model(path):
+        model = onnx.load(path, load_external_data=False)
     base = os.path.dirname(card.onnx)
     tensors = list(model.graph.initializer) + [attr.t for node in model.graph.node for attr in node.attribute
                                                if attr.HasField("t")]

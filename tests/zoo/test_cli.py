@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from zoo.catalog import card
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 TINY = os.path.join(ROOT, "configs", "_test", "tiny.yaml")
 OAR = shutil.which("oar", path=os.path.dirname(sys.executable)) or shutil.which("oar")
@@ -72,7 +74,7 @@ def test_run_help_lists_the_models_by_task():
 def test_show_prints_a_card_and_names_an_unknown_model():
     code, out, _ = oar("show", "lac_pku")
     assert code == 0 and "name: lac_pku" in out and "sha256" in out
-    assert json.loads(oar("show", "lac_pku", "--json")[1])["name"] == "lac_pku"
+    assert json.loads(oar("show", "lac_pku", "--json")[1]) == card("lac_pku").to_mapping()
     code, _, err = oar("show", "lac_pkuu")
     assert_one_error_line(code, err, 1, "unknown model 'lac_pkuu'", "did you mean lac_pku")
 

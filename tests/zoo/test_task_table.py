@@ -30,9 +30,9 @@ def test_every_registered_task_class_is_in_the_table_or_listed_as_not_a_zoo_task
 
 def test_every_card_serves_a_task_of_the_table_and_every_default_is_a_card_of_its_task():
     table = cards()
-    assert {entry["task"] for entry in table.values()} <= set(tasks.TASK_TABLE)
+    assert {entry.task for entry in table.values()} <= set(tasks.TASK_TABLE)
     for name, default in tasks.DEFAULT_MODELS.items():
-        assert table[default]["task"] == name
+        assert table[default].task == name
 
 
 def test_names_and_aliases_are_unique_and_resolve_to_their_entry():

@@ -14,7 +14,7 @@ import pytest
 import zoo
 from framework.errors import UserError
 from framework.fetch import sha256_of
-from zoo.exported import ExportError
+from zoo.card import CardError
 
 from .test_cli import assert_one_error_line, oar
 
@@ -77,10 +77,18 @@ def test_an_intact_export_runs_on_both_runtimes(export, tmp_path):
     assert label == export[1].split()[0] and abs(float(score) - float(export[1].split()[1])) < 1e-3
 
 
-@pytest.mark.parametrize("kind", ["faulthandler:dump_traceback", "os:system", "official", ["list"], None])
-def test_a_manifest_names_a_card_kind_of_the_fixed_table_never_code(export, tmp_path, kind):
+def _as_loader(loader):
+    """The manifest edit that turns its trained card into an official one built by ``loader``."""
+    def edit(manifest):
+        del manifest["card"]["config"]
+        manifest["card"]["loader"] = loader
+    return edit
+
+
+@pytest.mark.parametrize("loader", ["faulthandler:dump_traceback", "os:system", "official_lac", ["list"], None])
+def test_a_manifest_names_a_loader_of_the_fixed_table_never_code(export, tmp_path, loader):
     folder = _copy(export, tmp_path)
-    _manifest(folder, lambda m: m.update(kind=kind))
+    _manifest(folder, _as_loader(loader))
     code, out, err = oar("run", folder, "--input_text", TEXT)
     assert_one_error_line(code, err, 1, "manifest.json")
     assert out == "" and "Fatal Python error" not in err and "Current thread" not in err
@@ -124,13 +132,13 @@ def test_a_config_in_an_export_cannot_pull_in_other_files_through_base(export, t
 @pytest.mark.parametrize("edit, fragment", [
     (lambda m: m["files"].__setitem__("../outside.txt", "0" * 64), "outside"),
     (lambda m: m["files"].__setitem__("/etc/hostname", "0" * 64), "not a file name inside"),
-    (lambda m: m.update(weights="/etc/hostname"), "records no sha256"),
-    (lambda m: m.update(program="../program"), "records no sha256"),
+    (lambda m: m["card"]["weights"].update(path="/etc/hostname"), "records no sha256"),
+    (lambda m: m["card"].update(program="../program"), "records no sha256"),
     (lambda m: m.update(files=[]), "'files'"),
     (lambda m: m["files"].__setitem__("weights.npz", "not a sha256"), "sha256"),
     (lambda m: m.update(version=1), "version"),
     (lambda m: m.update(format="something.else"), "not an oar export manifest"),
-    (lambda m: m.update(name=None), "'name'"),
+    (lambda m: m["card"].update(name=None), "'name'"),
 ])
 def test_a_manifest_names_only_files_inside_the_export_that_it_vouches_for(export, tmp_path, edit, fragment):
     folder = _copy(export, tmp_path)
@@ -259,7 +267,7 @@ def test_a_damaged_onnx_cache_entry_is_rebuilt_once_with_one_warning(tmp_path):
 
 
 @pytest.mark.parametrize("make", ["empty", "plain", "file", "missing"])
-def test_a_folder_that_is_not_an_export_says_so(tmp_path, make):
+def test_a_folder_that_holds_no_model_says_so(tmp_path, make):
     target = tmp_path / "folder"
     if make in ("empty", "plain"):
         target.mkdir()
@@ -267,12 +275,12 @@ def test_a_folder_that_is_not_an_export_says_so(tmp_path, make):
             (target / "config.yaml").write_text("model: {type: MLP}\n")
     elif make == "file":
         target.write_text("hello\n")
-    fragment = {"empty": "no manifest.json", "plain": "no manifest.json", "file": "is a file",
-                "missing": "no such export directory"}[make]
+    fragment = {"empty": "holds no model", "plain": "no task.type", "file": "is a file",
+                "missing": "no such directory"}[make]
     code, _, err = oar("run", str(target), "--input_text", TEXT)
     assert_one_error_line(code, err, 1, str(target), fragment)
     assert "unknown model" not in err
-    with pytest.raises(ExportError, match=fragment):
+    with pytest.raises(CardError, match=fragment):
         zoo.load(str(target))
 
 
