@@ -8,6 +8,12 @@ point at copies inside the directory (paths relative to it), those copies
 the task read or built, :meth:`framework.engine.Task.save_assets`) and
 ``assets.json``, which records for each config key so rewritten the copy, its
 sha256 and the value the config gave. Checkpoints carry the same record.
+Every other file or folder the config names by a relative path (data files,
+list files, class-name files, pretrained weights: the keys of
+:data:`PATH_KEYS`, or ending in ``_file``, ``_path``, ``_dir``, ``_weights``)
+is written relative to the run directory and listed in ``paths.json``
+(:data:`RUN_PATHS`), so the run resolves it from any working directory and
+names no absolute path of the machine.
 :func:`run_config` turns the config a user gives ``oar eval|infer`` into the
 one to build the task from: the run's ``task`` and ``model`` sections (what
 the weights were trained with) with the given data and train sections; every
@@ -30,11 +36,15 @@ from ..fetch import sha256_of
 from ..serialization import atomic_write
 from .checkpoint import CheckpointError, OutputDirError
 
-__all__ = ["RUN_CONFIG", "RUN_ASSETS", "make_output_dir", "save_run", "run_config", "check_assets",
+__all__ = ["RUN_CONFIG", "RUN_ASSETS", "RUN_PATHS", "PATH_KEYS", "make_output_dir", "save_run", "run_config", "check_assets",
            "best_checkpoint"]
 
 RUN_CONFIG = "config.yaml"      # in a run directory: the resolved config, with the task's files copied beside it
 RUN_ASSETS = "assets.json"      # in a run directory: the config keys naming those copies, sha256s, given values
+RUN_PATHS = "paths.json"        # in a run directory: the config keys whose paths are written relative to it
+# config keys whose values are paths (besides those ending in _file, _path, _dir or _weights)
+PATH_KEYS = ("path", "root", "list_file", "class_names", "index", "pretrained", "corpus", "vocab")
+_PATH_SUFFIXES = ("_file", "_path", "_dir", "_weights")
 
 
 def check_assets(task, recorded, path, cfg):
@@ -160,6 +170,42 @@ def _shown_given(value):
     return _shown_path(value) if isinstance(value, str) else value
 
 
+def _is_path_key(key):
+    return key in PATH_KEYS or key.endswith(_PATH_SUFFIXES)
+
+
+def _local_path(value):
+    """True for a relative path (no URL) of an existing file or folder, from the working directory."""
+    return isinstance(value, str) and value and "://" not in value and not os.path.isabs(value) and \
+        os.path.exists(value)
+
+
+def _relative_paths(node, output_dir, prefix=""):
+    """Rewrite, in place, the relative paths of existing files that the path keys of ``node`` (a config
+    section) name, relative to ``output_dir``; returns ``{dotted key: value as written}``."""
+    written = {}
+    for key, value in node.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict):
+            written.update(_relative_paths(value, output_dir, dotted + "."))
+        elif _is_path_key(str(key)) and (_local_path(value) or (
+                isinstance(value, list) and value and all(_local_path(v) for v in value))):
+            moved = [os.path.relpath(v, output_dir) for v in _listed(value)]
+            node[key] = moved if isinstance(value, list) else moved[0]
+            written[dotted] = node[key]
+    return written
+
+
+def _run_paths(cfg, output_dir, keys):
+    """``cfg`` with each of ``keys`` (written relative to the run ``output_dir``) resolved against it."""
+    for key in keys:
+        value = _get_key(cfg, key)
+        if value is not _MISSING and value is not None:
+            resolved = [os.path.normpath(os.path.join(output_dir, v)) for v in _listed(value)]
+            _set_key(cfg, key, resolved if isinstance(value, list) else resolved[0])
+    return cfg
+
+
 def save_run(cfg, task, output_dir):
     """Write the run files of ``cfg`` and its built ``task`` into ``output_dir`` (module docstring).
 
@@ -178,6 +224,7 @@ def save_run(cfg, task, output_dir):
             given = _get_key(cfg, key)
             manifest[key] = {**entry, **({} if given is _MISSING else {"given": _shown_given(_plain(given))})}
             _set_key(run_cfg, key, entry["value"])
+        paths = {key: value for key, value in _relative_paths(run_cfg, output_dir).items() if key not in assets}
         source = _shown_path(cfg.get(SOURCE_KEY))
         header = (f"# The resolved config of this training run{f' (from {source})' if source else ''}: overrides "
                   f"applied, references\n# resolved; the task's files are copies in this directory, named "
@@ -186,6 +233,8 @@ def save_run(cfg, task, output_dir):
             f.write(header + yaml.safe_dump(run_cfg, sort_keys=False, allow_unicode=True))
         with atomic_write(os.path.join(output_dir, RUN_ASSETS)) as f:
             f.write(json.dumps(manifest, ensure_ascii=False, indent=1) + "\n")
+        with atomic_write(os.path.join(output_dir, RUN_PATHS)) as f:
+            f.write(json.dumps(paths, ensure_ascii=False, indent=1) + "\n")
     except OSError as err:
         raise OutputDirError(f"cannot write the run files into {output_dir}: {describe_os_error(err)}") from None
     return run_cfg, assets
@@ -198,7 +247,8 @@ def run_config(cfg, output_dir):
     (what the weights were trained with) replace those of ``cfg``, their file
     paths (the copies listed in ``assets.json``) made to point into
     ``output_dir``; the other sections (data, train …) and ``cfg``'s source
-    stay. A one-line note on stderr says so when the given task or model
+    stay. The paths ``paths.json`` lists are resolved against ``output_dir``
+    (in every section when ``cfg`` is the run's own config). A one-line note on stderr says so when the given task or model
     section differs from the one the run was trained from (copies aside).
     Without ``config.yaml``, ``cfg`` is returned unchanged.
     """
@@ -220,7 +270,18 @@ def run_config(cfg, output_dir):
             _set_key(trained, key, entry["given"])
         else:
             _delete_key(trained, key)
+    relative = _read_paths(output_dir)
+    _run_paths(sections, output_dir, [key for key in relative if key.partition(".")[0] in sections])
+    for key in relative:
+        resolved, given = _get_key(sections, key), _get_key(cfg, key)
+        if resolved is not _MISSING and key.partition(".")[0] in sections:
+            same = given is not _MISSING and [os.path.abspath(str(v)) for v in _listed(given)] == \
+                [os.path.abspath(v) for v in _listed(resolved)]
+            _set_key(trained, key, given if same else resolved)
     given_is_run = os.path.abspath(str(cfg.get(SOURCE_KEY, ""))) == os.path.abspath(path)
+    if given_is_run:
+        cfg = _run_paths(copy.deepcopy(cfg), output_dir, [key for key in relative if key.partition(".")[0]
+                                                          not in sections])
     differences = [] if given_is_run else \
         _differences({name: _plain(cfg.get(name)) for name in ("task", "model")}, trained)
     if differences:
@@ -249,6 +310,17 @@ def _checked_copies(key, entry, directory):
         check_sha256(path, digest, record)
         paths.append(path)
     return paths
+
+
+def _read_paths(output_dir):
+    """The config keys ``paths.json`` of a run directory records as relative to it ({} when there is none)."""
+    path = os.path.join(output_dir, RUN_PATHS)
+    if not os.path.isfile(path):
+        return {}
+    record = read_json(path, what="a run's path record")
+    if not all(isinstance(k, str) and k for k in record):
+        raise ConfigError(f"{path}: expected a mapping of config keys to paths")
+    return record
 
 
 def _read_manifest(output_dir):

@@ -19,6 +19,7 @@
 - :func:`runtime_speeds`: :func:`speed` of a task's network on the oar static path
   and in ONNX Runtime.
 """
+import inspect
 import itertools
 import os
 import statistics
@@ -78,15 +79,24 @@ def test_inputs(task, cfg, singles=10, batch=64, split="test"):
     return ones, model_inputs(task, next(iter(_test_loader(task, cfg, batch, split))))
 
 
+def _dynamic_axes(task, inputs):
+    """The task's dynamic axes of the inputs its model is called with: the first ``len(inputs)`` parameters
+    of its ``forward`` (a LAC model without lexicon features is given no ``lexicon``)."""
+    if task.dynamic_axes is None:
+        return None
+    names = list(inspect.signature(task.model.forward).parameters)[:len(inputs)]
+    return {name: axes for name, axes in task.dynamic_axes.items() if name in names}
+
+
 def static_program(task, inputs):
     """The model traced (exact passes) on ``inputs`` with the task's dynamic axes: oar's static path."""
-    return jit.trace(task.model, inputs, dynamic_axes=task.dynamic_axes, passes=jit.EXACT_PASSES)
+    return jit.trace(task.model, inputs, dynamic_axes=_dynamic_axes(task, inputs), passes=jit.EXACT_PASSES)
 
 
 def export_program(task, inputs):
     """The model traced on ``inputs`` with every graph pass (batch norm folded into the convolutions before
     it): what the float ONNX models are exported from, so ONNX Runtime's quantiser sees no batch norm."""
-    return jit.trace(task.model, inputs, dynamic_axes=task.dynamic_axes)
+    return jit.trace(task.model, inputs, dynamic_axes=_dynamic_axes(task, inputs))
 
 
 def timed(call, args, repeats):
