@@ -32,12 +32,14 @@ from ..progress import progress_bar
 from ..ranges import COMMON, COUNT, NONNEGATIVE, POSITIVE, check_range
 from ..registry import DATASETS, METRICS, MODELS, OPTIMIZERS, SCHEDULERS, TASKS
 from .checkpoint import load_checkpoint, restore_model
+from .label_counts import check_label_counts, fill_label_count
 from .run_dir import RUN_ASSETS, RUN_CONFIG, check_assets, make_output_dir, run_config, save_run
+from .test_file import with_test_file
 from .trainer import AMP_OPTIONS, Trainer, amp_settings, evaluate
 
 __all__ = ["TRAIN_DEFAULTS", "SECTIONS", "RUN_CONFIG", "RUN_ASSETS", "check_sections", "build_task", "build_trainer",
            "build_dataset", "build_loader", "build_scheduler", "build_optimizer", "default_output_dir",
-           "save_run", "run_config", "train", "evaluate_config", "infer", "load_weights", "load_task"]
+           "save_run", "run_config", "with_test_file", "train", "evaluate_config", "infer", "load_weights", "load_task"]
 
 
 SECTIONS = ("task", "model", "data", "optimizer", "lr", "train", "metrics")
@@ -100,12 +102,22 @@ def build_task(cfg):
 
 
 def build_dataset(cfg, split):
-    """``data.<split>`` built through DATASETS, or None when the config has no such split."""
+    """``data.<split>`` built through DATASETS, or None when the config has no such split.
+
+    A dataset type that lists its ``SPLITS`` (the values its ``split`` key takes) has the section's ``split``
+    checked first: another value is a ConfigError naming the key and the accepted values.
+    """
     data = cfg.get("data") or {}
     check_keys(data, ("train", "eval", "test"), location(cfg, "data"))
     if not data.get(split):
         return None
-    return DATASETS.build(data[split], where=location(cfg, f"data.{split}"))
+    section, where = data[split], location(cfg, f"data.{split}")
+    accepted = getattr(DATASETS.get(section.get("type"), where), "SPLITS", None) if isinstance(section, dict) \
+        and "type" in section else None
+    if accepted is not None and "split" in section and section["split"] not in accepted:
+        raise ConfigError(f"data.{split}.split must be one of {', '.join(map(repr, accepted))}, got "
+                          f"{section['split']!r} ({where}, type '{section['type']}')")
+    return DATASETS.build(section, where=where)
 
 
 def build_loader(dataset, task, train_cfg, training, rank=0, world_size=1):
@@ -240,15 +252,17 @@ def train(cfg, output_dir=None, resume=None, device=None, seed=None, progress=Tr
     if env.rank == 0:
         make_output_dir(output_dir)             # a directory that cannot be made fails now, not after an epoch
     fw_random.seed(train_cfg["seed"])
+    train_set, eval_set = build_dataset(cfg, "train"), build_dataset(cfg, "eval")
+    if train_set is None:
+        raise ConfigError(f"{location(cfg, 'data')}: training needs data.train")
+    cfg = fill_label_count(cfg, train_set)      # model.num_classes / num_tags from the data when not given
     task = build_task(cfg)
+    check_label_counts(cfg, {"train": train_set, "eval": eval_set})
     init_weights = getattr(task.model, "init_weights", None)
     if callable(init_weights):
         init_weights()        # pretrained parts a model loads only for training (mmcv's convention); resume overwrites
     if device:
         task.model.to(device)
-    train_set, eval_set = build_dataset(cfg, "train"), build_dataset(cfg, "eval")
-    if train_set is None:
-        raise ConfigError(f"{location(cfg, 'data')}: training needs data.train")
     run_cfg, assets = save_run(cfg, task, output_dir) if env.rank == 0 else (cfg, None)
     if env.world_size > 1:
         _make_data_parallel(cfg, train_cfg, task, (train_set, eval_set), env)
@@ -330,15 +344,22 @@ def _make_data_parallel(cfg, train_cfg, task, datasets, env):
 
 
 def evaluate_config(cfg, checkpoint, split="eval", device=None, progress=True):
-    """Metrics of the checkpoint's weights on ``data.<split>`` (a progress bar on stderr with ``progress``)."""
+    """Metrics of the checkpoint's weights on ``data.<split>`` (a progress bar on stderr with ``progress``).
+
+    ``oar eval --test_file F`` makes F the ``data.test`` of ``cfg`` first (:func:`with_test_file`). The
+    dataset is built and its label count checked against the model before the weights are read, so a
+    bad file is reported first.
+    """
     train_cfg = check_sections(cfg)
+    dataset = build_dataset(cfg, split)
+    if dataset is None:
+        raise ConfigError(f"{location(cfg, 'data')}: no data.{split} to evaluate on"
+                          + ("; give your labelled test file with --test_file F" if split == "test" else ""))
+    check_label_counts(cfg, {split: dataset})
     task = build_task(cfg)
     load_weights(task.model, checkpoint, task=task, cfg=cfg)
     if device:
         task.model.to(device)
-    dataset = build_dataset(cfg, split)
-    if dataset is None:
-        raise ConfigError(f"{location(cfg, 'data')}: no data.{split} to evaluate on")
     return evaluate(task, build_loader(dataset, task, train_cfg, training=False), device, progress=progress)
 
 

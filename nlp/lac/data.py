@@ -27,16 +27,22 @@ is taken as written, with no PKU check and no typo fixes. Its tag set
 sorted, each as ``-B`` then ``-I``, then ``O``; a file with T tags has 2T + 1
 labels. A tag written ``O`` (other words) gives ``O-B`` / ``O-I``, words of
 the outside type.
+
+**A test file of yours** (``oar eval --test_file F``): ``split="all"`` reads
+every sentence of the file, past the split rule, and ``tag_file`` (the run's
+``tags.txt``) fixes the tag set, so the ids are those the model was trained
+with; a tag outside it is an error naming the file and line.
 """
 import collections
 import functools
 
 import numpy
 
+from framework.config import ConfigError
 from framework.io import Dataset
 from framework.registry import DATASETS
-from nlp.data.peoples_daily import TAGSET, check_split, read_corpus, read_sentences
-from nlp.data.text import TextFormatError, full_to_half, split_points
+from nlp.data.peoples_daily import SPLITS, TAGSET, read_corpus, read_sentences
+from nlp.data.text import TextFormatError, full_to_half, read_utf8_lines, split_points
 from nlp.data.vocab import TagSet, Vocab
 
 from .lexicon import DEFAULT_MAX_LEN, LexiconFeatures
@@ -129,6 +135,25 @@ def file_tagset(path):
     return TagSet.from_pos(tags)
 
 
+def _check_tags(sentences, type_index, path, tag_file):
+    """Raise TextFormatError naming the file and line of the first word whose tag ``type_index`` lacks."""
+    for sentence in sentences:
+        unknown = next((t for t in sentence.tags if t not in type_index), None)
+        if unknown is not None:
+            raise TextFormatError(f"{path}:{_file_line(path, sentence.line)}: tag {unknown!r} is not in the tag set "
+                                  f"of {tag_file or path} ({', '.join(type_index)})")
+
+
+def _file_line(path, index):
+    """The 1-based line number in ``path`` of its ``index``-th non-empty line (from 0)."""
+    seen = -1
+    for number, line in enumerate(read_utf8_lines(path), start=1):
+        seen += bool(line.strip())
+        if seen == index:
+            return number
+    return index + 1
+
+
 @DATASETS.register()
 class PeoplesDailyTagging(Dataset):
     """Character tagging samples of one People's Daily split: ``{"tokens": int64 (L,), "labels": int64 (L,)}``.
@@ -158,15 +183,27 @@ class PeoplesDailyTagging(Dataset):
     LAC dictionaries' words (:func:`nlp.lac.official.official_words`, the same
     for every sample); give the task the same words as a second lexicon file.
 
+    ``split="all"`` keeps every sentence of the file (a test file of yours);
+    ``tag_file`` encodes the labels with a saved tag set (a run's ``tags.txt``)
+    instead of the file's own or :data:`TAGSET`: a tag outside it raises
+    TextFormatError naming the file and line.
+
     Attributes: ``vocab``, ``tagset``, ``lines`` (int64 (len,), the corpus
-    line each sample comes from), the three ``lexicon_*`` arguments and
-    ``official_lexicon``.
+    line each sample comes from), the three ``lexicon_*`` arguments,
+    ``official_lexicon``, and ``num_labels`` / ``labels_source`` (the size and
+    origin of the tag set, checked against ``model.num_tags``).
     """
+
+    SPLITS = SPLITS + ("all",)
+    TEST_FILE = {"file_keys": ("corpus_file", "path"), "whole": {"split": "all"},
+                 "from_run": {"vocab_file": "task.vocab_file", "tag_file": "task.tag_file"}}
 
     def __init__(self, split: str = "train", vocab_file: str = None, min_freq: int = 1, max_len: int = 200,
                  corpus_file: str = None, path: str = None, lexicon_folds: int = 0, lexicon_min_freq: int = 1,
-                 lexicon_max_len: int = DEFAULT_MAX_LEN, official_chars: bool = False, official_lexicon: bool = False):
-        check_split(split)
+                 lexicon_max_len: int = DEFAULT_MAX_LEN, official_chars: bool = False, official_lexicon: bool = False,
+                 tag_file: str = None):
+        if split not in self.SPLITS:
+            raise ConfigError(f"PeoplesDailyTagging: split must be one of {', '.join(self.SPLITS)}, got {split!r}")
         if max_len < 0:
             raise ValueError(f"PeoplesDailyTagging: max_len must be >= 0 (0: no cut), got {max_len}")
         if lexicon_folds and split != "train":
@@ -181,14 +218,21 @@ class PeoplesDailyTagging(Dataset):
         self.lexicon_folds, self.lexicon_min_freq = int(lexicon_folds), int(lexicon_min_freq)
         self.lexicon_max_len, self.official_lexicon = int(lexicon_max_len), bool(official_lexicon)
         self.vocab = Vocab.load(vocab_file) if vocab_file else char_vocab(min_freq, source, own_tags, official_chars)
-        self.tagset = file_tagset(path) if own_tags else TAGSET
-        sentences = read_sentences(split, source, own_tags)
+        self.tagset = TagSet.load(tag_file) if tag_file else file_tagset(path) if own_tags else TAGSET
+        self.num_labels = len(self.tagset)
+        self.labels_source = (f"the tag set of {tag_file}" if tag_file else
+                              f"the tags of {path}, each as X-B and X-I, and O" if own_tags else "the PKU tag set")
+        sentences = read_corpus(source, own_tags).sentences if split == "all" else \
+            read_sentences(split, source, own_tags)
         if own_tags and not sentences:
+            if split == "all":
+                raise TextFormatError(f"{path}: no word/TAG sentences in the file")
             count = len(read_corpus(path, own_tags).sentences)
             raise TextFormatError(f"{path}: its {count} sentence(s) leave split {split!r} empty (non-empty line i "
                                   f"goes to test if i % 10 == 0, dev if 1, else train); add lines")
         word_tags = [name[:-2] for name in self.tagset.names if name.endswith("-B")]   # in label order
         type_index = {tag: i for i, tag in enumerate(word_tags)}
+        _check_tags(sentences, type_index, source, tag_file)
         words = [w for s in sentences for w in s.words]
         word_lens = numpy.fromiter(map(len, words), dtype=numpy.int64, count=len(words))
         word_types = numpy.fromiter(map(type_index.__getitem__, (t for s in sentences for t in s.tags)),

@@ -152,9 +152,14 @@ class SentimentReviews(_Examples):
 
     ``drop``: a drop file (:func:`write_drop_file`); the training lines whose
     texts it lists are left out (label cleaning). Only with split 'train'.
+    A test file of yours (``oar eval --test_file F``) is read whole by
+    :class:`SentimentFile`.
 
     Items: ``{"text": str, "label": int}``, label 0 negative, 1 positive.
     """
+
+    SPLITS = SPLITS
+    TEST_FILE = {"type": "SentimentFile", "file_keys": ("path",), "whole": {"split": "all"}}
 
     def __init__(self, split: str = "train", drop: str = None):
         examples = load_reviews(split)
@@ -172,20 +177,27 @@ class SentimentReviews(_Examples):
 class SentimentFile(_Examples):
     """A user's ``label<TAB>text`` file (see :func:`read_label_file`) as a dataset.
 
-    ``split``: None keeps every example; "train", "dev" or "test" keeps that
-    part of the file by the corpus rule (example i, counted from 0 in file
-    order, is test if i % 10 == 0, dev if 1, else train), so one file can give
-    both the training and the evaluation set. A split left empty raises
+    ``split``: None or "all" keeps every example (a test file of yours:
+    ``oar eval --test_file F``); "train", "dev" or "test" keeps that part of
+    the file by the corpus rule (example i, counted from 0 in file order, is
+    test if i % 10 == 0, dev if 1, else train), so one file can give both the
+    training and the evaluation set. A split left empty raises
     TextFormatError naming the file.
 
     Items: ``{"text": str, "label": int}``.
     """
 
+    SPLITS = SPLITS + ("all", None)
+    TEST_FILE = {"file_keys": ("path",), "whole": {"split": "all"}}
+
     def __init__(self, path: str, split: str = None):
+        if split not in self.SPLITS:
+            raise ConfigError(f"SentimentFile: split must be one of {', '.join(map(repr, self.SPLITS))}, "
+                              f"got {split!r}")
         examples = read_label_file(path)
-        if split is not None:
-            if split not in SPLITS:
-                raise ValueError(f"SentimentFile: split must be None or one of {', '.join(SPLITS)}, got {split!r}")
+        if not examples:
+            raise TextFormatError(f"{path}: no 'label<TAB>text' lines in the file")
+        if split not in ("all", None):
             examples = [example for i, example in enumerate(examples) if _split_of(i) == split]
             if not examples:
                 raise TextFormatError(f"{path}: split {split!r} is empty (example i goes to test if i % 10 == 0, "

@@ -97,3 +97,15 @@ def test_a_broken_file_in_a_loader_names_the_file(tmp_path):
     loader = DataLoader(ImageFolder(root), batch_size=2, num_workers=2)
     with pytest.raises(DataLoaderError, match="001.png"):
         list(loader)
+
+
+def test_a_class_names_file_fixes_the_classes_and_their_count(tmp_path):
+    root = _folder(tmp_path / "data", {"a": 2, "b": 1})
+    names = tmp_path / "class_names.txt"
+    names.write_text("b\na\n", encoding="utf-8")
+    dataset = ImageFolder(root, classes=str(names))
+    assert dataset.class_names == ["b", "a"] and [label for _, label in dataset.samples] == [0, 1, 1]
+    assert dataset.num_labels == 2 and dataset.labels_source == "its classes: b, a"
+    assert ImageFolder(root).labels_source == f"the class folders of {root}"
+    with pytest.raises(FileNotFoundError, match="class-names file not found"):
+        ImageFolder(root, classes=str(tmp_path / "none.txt"))

@@ -28,6 +28,11 @@ Bad input, each named by the list file and line; every error here is a
 - a video shorter than the clip: the sampler loops over it (or repeats its
   last frame, ``short="pad"``), see :mod:`video.data.sampling`.
 
+A test list of yours (``oar eval --test_file F``): every dataset here declares
+``TEST_FILE`` (:mod:`framework.engine.test_file`), so F is read whole as a
+:class:`VideoDataset` or :class:`FrameFeatureDataset` with the run's class
+names, its paths relative to F's folder.
+
 Samples: ``{"imgs": clips, "label": …, "path": str}`` for videos (``imgs``
 as the transforms leave it, normally (N, T, C, H, W) float32 from
 ``FormatClips``); ``{<modality>: (T, D) float32, …, "label": …, "path": str}``
@@ -169,6 +174,8 @@ class _ListDataset(Dataset):
                                  f"{len(self.class_names)} names")
         self.num_classes = num_classes if num_classes is not None else (
             len(self.class_names) if self.class_names is not None else None)
+        self.num_labels = self.num_classes          # checked against model.num_classes before training
+        self.labels_source = f"the names in {class_names}" if class_names else "its num_classes"
         if multi_label and self.num_classes is None:
             raise ConfigError(f"{type(self).__name__}: a multi-label list needs class_names or num_classes")
         self.multi_label, self.on_error, self.max_skips = bool(multi_label), on_error, int(max_skips)
@@ -293,6 +300,9 @@ class VideoDataset(_ListDataset):
     ``frame_inds`` (views, T), ``clip_len``).
     """
 
+    TEST_FILE = {"type": "VideoDataset", "file_keys": ("list_file",), "whole": {"root": None},
+                 "from_run": {"class_names": "task.class_names"}}
+
     def __init__(self, list_file: str, sampler: dict, transforms: list = None, root: str = None,
                  class_names: str = None, num_classes: int = None, multi_label: bool = False,
                  on_error: str = "skip", max_skips: int = 10, fps: float = 30.0):
@@ -323,6 +333,8 @@ class SyntheticVideos(VideoDataset):
             :func:`~video.data.synthetic.ensure_synthetic_set`).
         workers: processes for generating it (default: all cores).
     """
+
+    SPLITS = ("train", "dev", "test")
 
     def __init__(self, split: str, sampler: dict, transforms: list = None, labels: str = "motion", num: int = 1200,
                  seed: int = 0, spec: dict = None, root: str = None, workers: int = None, on_error: str = "skip"):
@@ -379,6 +391,8 @@ class FrameFeatureDataset(_ListDataset):
 
     Sample: ``{<modality>: (T, dim) float32, …, "label", "path"}``.
     """
+
+    TEST_FILE = {"file_keys": ("list_file",), "whole": {"root": None}, "from_run": {"class_names": "task.class_names"}}
 
     def __init__(self, list_file: str, modalities: list = ("rgb",), root: str = None, class_names: str = None,
                  num_classes: int = None, multi_label: bool = True, num_frames: int = None, mode: str = "test",

@@ -13,6 +13,7 @@ from framework.io import Dataset
 from framework.registry import DATASETS
 
 from .transforms import Compose, require_cv2
+from framework.config import ConfigError
 from framework.errors import MissingFileError, UserError
 
 __all__ = ["IMAGE_EXTENSIONS", "decode_image", "read_image", "scan_image_folder", "ImageFolder", "ImageDataError"]
@@ -84,6 +85,20 @@ def scan_image_folder(root, extensions=IMAGE_EXTENSIONS, classes=None):
     return list(classes), samples
 
 
+def _read_names(path):
+    """The class names in the file ``path``, one per non-empty line (list of str)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            names = [line.strip() for line in f if line.strip()]
+    except FileNotFoundError:
+        raise MissingFileError(f"class-names file not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ImageDataError(f"cannot read the class-names file {path}: {err}") from None
+    if not names:
+        raise ImageDataError(f"{path}: no class names")
+    return names
+
+
 @DATASETS.register()
 class ImageFolder(Dataset):
     """Images in ``root/class_name/*`` with class ids in sorted folder-name order.
@@ -96,21 +111,33 @@ class ImageFolder(Dataset):
             class (files sorted by name) file i goes to eval when
             ``i % eval_every == 0``, else to train.
         eval_every: see ``split``.
-        classes: fix the class list (default: the sorted folder names).
+        classes: fix the class list (default: the sorted folder names): a list, or a file of names, one
+            per line (a run's ``class_names.txt``).
         extensions: file name endings counted as images.
 
     Sample: ``{"img": whatever the transforms return (e.g. (3, H, W) float32),
-    "label": int64 class id}``. ``class_names`` lists the classes by id.
+    "label": int64 class id}``. ``class_names`` lists the classes by id; ``num_labels`` /
+    ``labels_source`` give their number and origin (checked against ``model.num_classes``).
+    A test folder of yours (``oar eval --test_file F``) is read whole (``split="all"``) with the run's
+    class names.
     """
+
+    SPLITS = ("all", "train", "eval")
+    TEST_FILE = {"file_keys": ("root",), "whole": {"split": "all"}, "from_run": {"classes": "task.class_names"}}
 
     def __init__(self, root: str, transforms: list = None, split: str = "all", eval_every: int = 10,
                  classes: list = None, extensions: list = IMAGE_EXTENSIONS):
-        if split not in ("all", "train", "eval"):
-            raise ValueError(f"ImageFolder: split must be 'all', 'train' or 'eval', got {split!r}")
+        if split not in self.SPLITS:
+            raise ConfigError(f"ImageFolder: split must be 'all', 'train' or 'eval', got {split!r}")
         if eval_every < 2:
-            raise ValueError(f"ImageFolder: eval_every must be at least 2, got {eval_every}")
+            raise ConfigError(f"ImageFolder: eval_every must be at least 2, got {eval_every}")
         self.root = os.fspath(root)
+        if isinstance(classes, (str, os.PathLike)):
+            classes = _read_names(classes)
         self.class_names, samples = scan_image_folder(self.root, extensions, classes)
+        self.num_labels = len(self.class_names)
+        self.labels_source = f"the class folders of {self.root}" if classes is None else \
+            f"its classes: {', '.join(self.class_names[:10])}{', …' if len(self.class_names) > 10 else ''}"
         if split != "all":
             position = {}
             kept = []

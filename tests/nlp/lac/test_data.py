@@ -1,5 +1,7 @@
 """nlp.lac.data: the People's Daily tagging dataset, its vocabulary and labels, on the real corpus (fetched once
 into the cache) and on small files."""
+import os
+
 import numpy
 import pytest
 
@@ -86,3 +88,23 @@ def test_small_corpus_file(tmp_path):
     path.write_text("甲/n\n乙/n  丙\n", encoding="utf-8")
     with pytest.raises(TextFormatError, match=r"tiny\.txt:2: token '丙' is not of the form word/TAG"):
         pd.read_corpus(str(path))
+
+
+PKU_VOCAB = os.path.join(os.path.dirname(__file__), "..", "..", "..", "zoo", "weights", "lac_pku.vocab.txt")
+
+
+def test_a_test_file_read_whole_with_a_saved_tag_set(tmp_path):
+    tags = tmp_path / "tags.txt"
+    tags.write_text("BRAND-B\nBRAND-I\nCOLOR-B\nCOLOR-I\nO-B\nO-I\nO\n", encoding="utf-8")
+    path = tmp_path / "test.txt"
+    path.write_text("".join(f"第{i}/O 华为/BRAND\n" for i in range(12)), encoding="utf-8")
+    data = lac_data.PeoplesDailyTagging("all", vocab_file=PKU_VOCAB, path=str(path),
+                                        tag_file=str(tags))
+    assert data.lines.tolist() == list(range(12)) and data.num_labels == 7       # every line; the saved tags
+    assert data.tagset.decode(data[0]["labels"]) == ["O-B", "O-I", "BRAND-B", "BRAND-I"]     # 第0 华为
+    assert data.labels_source == f"the tag set of {tags}"
+    path.write_text("红/COLOR\n\n华为/BRAND 手机/PRODUCT\n", encoding="utf-8")
+    with pytest.raises(TextFormatError, match=rf"test\.txt:3: tag 'PRODUCT' is not in the tag set of .*tags\.txt "
+                                              r"\(BRAND, COLOR, O\)"):
+        lac_data.PeoplesDailyTagging("all", vocab_file=PKU_VOCAB, path=str(path),
+                                     tag_file=str(tags))

@@ -87,3 +87,17 @@ def test_missing_label_file_and_label_names(tmp_path):
         read_label_file(str(tmp_path / "none.tsv"))
     assert [parse_label(v) for v in ("0", " 1 ", "negative", "Positive")] == [0, 1, 0, 1]
     assert LABEL_NAMES == ("negative", "positive")
+
+
+def test_a_file_read_whole_keeps_every_example_and_a_bad_split_is_named(tmp_path):
+    path = tmp_path / "mine.tsv"
+    path.write_text("".join(f"{i % 2}\t评论{i}\n" for i in range(12)), encoding="utf-8")
+    whole = SentimentFile(str(path), split="all")
+    assert [whole[i]["text"] for i in range(len(whole))] == [f"评论{i}" for i in range(12)]
+    assert [whole[i]["label"] for i in range(12)] == [i % 2 for i in range(12)]
+    assert len(SentimentFile(str(path), split="test")) == 2                   # lines 0 and 10
+    with pytest.raises(ConfigError, match="split must be one of 'train', 'dev', 'test', 'all', None, got 'val'"):
+        SentimentFile(str(path), split="val")
+    path.write_text("", encoding="utf-8")
+    with pytest.raises(TextFormatError, match="no 'label<TAB>text' lines"):
+        SentimentFile(str(path), split="all")
