@@ -98,12 +98,18 @@ def weighted_task(cfg, weights, kind="trained"):
     resolve_repo_files(cfg.get("task") or {})
     task = runner.build_task(cfg)
     if kind == "compressed":
-        from framework.slim import load_compressed
-        load_compressed(task.model, weights, cfg.get("model"))
+        load_compressed_weights(task, weights, cfg)
     else:
         runner.load_weights(task.model, weights, task=task, cfg=cfg)
     task.model.eval()
     return task
+
+
+def load_compressed_weights(task, weights, cfg):
+    """Load the compressed weights file ``weights`` (:func:`framework.slim.save_compressed`) into ``task``'s
+    model, built from ``cfg`` (pruned layers resized, int8 layers converted)."""
+    from framework.slim import load_compressed
+    load_compressed(task.model, weights, cfg.get("model"))
 
 
 def _official_lac(card):

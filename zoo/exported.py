@@ -9,7 +9,8 @@
   :func:`framework.engine.run_dir.save_run`) plus ``weights.npz`` (the model's
   weights, which the task's own code reads beside the network, e.g. LAC's CRF
   transitions), ``program/`` (the traced network, :func:`framework.jit.save`),
-  ``model.onnx`` with ``--format onnx`` and ``manifest.json``: ``{"format":
+  ``model.onnx`` with ``--format onnx`` (and ``onnx_interface.json``, what a
+  bare ONNX Runtime user needs to feed it, :mod:`zoo.onnx_interface`) and ``manifest.json``: ``{"format":
   "oar.export", "version": 4, "card", "files"}``, where ``card`` is the model's
   :class:`~zoo.card.Card` in the catalog's form, its paths relative to the
   export (``config``, ``weights``, ``program``, ``onnx``), and ``files`` maps
@@ -45,6 +46,7 @@ from framework.fetch import file_lock, oar_home, sha256_of
 from framework.serialization import atomic_write
 
 from .card import Card, CardError, Weights
+from .onnx_interface import write_interface
 from .tasks import task_spec
 
 __all__ = ["ExportError", "CacheWarning", "trace_task", "write_export", "read_manifest", "export_card", "is_export",
@@ -111,6 +113,7 @@ def write_export(task, card, cfg, weights, output, formats=("oar",)):
     if "onnx" in formats:
         from framework import onnx
         onnx.export(program, os.path.join(output, "model.onnx"))
+        write_interface(task, program, card.task, output, exported.weights and exported.weights.path)
         exported = exported.replace(onnx="model.onnx")
     manifest = {"format": FORMAT, "version": VERSION, "card": exported.to_mapping(), "files": _file_record(output)}
     _write_json(os.path.join(output, MANIFEST), manifest)

@@ -343,12 +343,13 @@ def _make_data_parallel(cfg, train_cfg, task, datasets, env):
         fw_random.seed(distributed.rank_seed(train_cfg["seed"], env.rank))
 
 
-def evaluate_config(cfg, checkpoint, split="eval", device=None, progress=True):
+def evaluate_config(cfg, checkpoint, split="eval", device=None, progress=True, load=None):
     """Metrics of the checkpoint's weights on ``data.<split>`` (a progress bar on stderr with ``progress``).
 
     ``oar eval --test_file F`` makes F the ``data.test`` of ``cfg`` first (:func:`with_test_file`). The
     dataset is built and its label count checked against the model before the weights are read, so a
-    bad file is reported first.
+    bad file is reported first. ``load(task, checkpoint, cfg)`` reads weights another way than a plain
+    checkpoint (the compressed weights of ``oar compress``).
     """
     train_cfg = check_sections(cfg)
     dataset = build_dataset(cfg, split)
@@ -357,7 +358,10 @@ def evaluate_config(cfg, checkpoint, split="eval", device=None, progress=True):
                           + ("; give your labelled test file with --test_file F" if split == "test" else ""))
     check_label_counts(cfg, {split: dataset})
     task = build_task(cfg)
-    load_weights(task.model, checkpoint, task=task, cfg=cfg)
+    if load is None:
+        load_weights(task.model, checkpoint, task=task, cfg=cfg)
+    else:
+        load(task, checkpoint, cfg)
     if device:
         task.model.to(device)
     return evaluate(task, build_loader(dataset, task, train_cfg, training=False), device, progress=progress)

@@ -4,7 +4,8 @@ import json
 from framework.config import parse_overrides
 from framework.engine import runner
 
-from .rundir import checkpoint, run_dir_arguments, setup
+from ..build import load_compressed_weights
+from .rundir import run_dir_arguments, setup, weights_of
 
 __all__ = ["add_arguments", "run"]
 
@@ -23,5 +24,7 @@ def run(args):
     given = ((parse_overrides(args.override).get("data") or {}).get("test") or {})
     tested = runner.with_test_file(cfg, args.test_file, given if isinstance(given, dict) else {})
     split = "test" if tested is not cfg else args.split
-    metrics = runner.evaluate_config(tested, checkpoint(args, output_dir), split=split, device=args.device)
+    weights, kind = weights_of(args, output_dir)
+    metrics = runner.evaluate_config(tested, weights, split=split, device=args.device,
+                                     load=load_compressed_weights if kind == "compressed" else None)
     print(json.dumps(metrics))
