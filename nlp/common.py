@@ -25,10 +25,10 @@ from framework.io.remote import is_url
 from nlp.data.tokenizers import build_tokenizer
 from nlp.data.vocab import Vocab
 
-__all__ = ["VocabularyNotFoundError", "build_text_tokenizer", "TokenEncoder", "cached_vocab", "task_vocab",
+__all__ = ["VocabularyNotFoundError", "CHARS_PER_TOKEN", "build_text_tokenizer", "TokenEncoder", "cached_vocab", "task_vocab",
            "text_task_assets", "lengths_mask"]
 
-_CHARS_PER_TOKEN = 8      # text beyond max_len * 8 characters is never tokenised
+CHARS_PER_TOKEN = 8      # text beyond max_len * 8 characters is never tokenised
 
 
 class VocabularyNotFoundError(ConfigError, FileNotFoundError):
@@ -53,7 +53,7 @@ class TokenEncoder:
 
     def encode(self, texts):
         """Token ids of each text: a list of N int64 arrays, each of length 1..max_len."""
-        clipped = [text[:self.max_len * _CHARS_PER_TOKEN] for text in texts]
+        clipped = [text[:self.max_len * CHARS_PER_TOKEN] for text in texts]
         ids = [self.vocab.encode(tokens[:self.max_len]) for tokens in self.tokenizer.tokenize_batch(clipped)]
         return [i if i.size else numpy.array([Vocab.UNK_ID], dtype=numpy.int64) for i in ids]
 

@@ -146,7 +146,7 @@ def _in_model(program):
 
 def _text_pipeline(task, assets, program, vocab_key):
     """The sentiment and matching tasks' shared text pipeline (:class:`nlp.common.TokenEncoder`)."""
-    from nlp.common import _CHARS_PER_TOKEN
+    from nlp.common import CHARS_PER_TOKEN
     from nlp.data.text import full_to_half
     tokenizer = task.tokenizer
     encoder = task.collate_fn
@@ -163,7 +163,7 @@ def _text_pipeline(task, assets, program, vocab_key):
                               "note": "only these characters change (not NFKC)"},
             "tokenizer": described,
             "vocabulary": _vocabulary(task.vocab, assets.get(vocab_key)),
-            "max_chars": encoder.max_len * _CHARS_PER_TOKEN, "max_tokens": encoder.max_len,
+            "max_chars": encoder.max_len * CHARS_PER_TOKEN, "max_tokens": encoder.max_len,
             "order": "cut the text to max_chars characters, normalise, tokenise, keep the first max_tokens "
                      "tokens, map them to ids (unknown tokens: the unk id); no token at all: one unk id",
             "padding": "rows padded with the pad id to the longest row of the call",
@@ -240,7 +240,7 @@ def _lexical(task, program, export):
             "features": "per lexicon, in file order, 3 * max_len - 4 values in {0, 1} per character: "
                         "start k (k = 2..max_len: a word of k characters starts here), end k (2..max_len: one "
                         "ends here), middle k (3..max_len: the character lies strictly inside one)"}
-    allowed = task._allowed_transitions() if task.constrain_decoding else None
+    allowed = task.allowed_transitions() if task.constrain_decoding else None
     return {"meanings": inputs, "kind": "emissions",
             "then": "CRF Viterbi decoding with the transition (postprocess.viterbi), one tag per character",
             "labels": tags, "preprocess": pre,

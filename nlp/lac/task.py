@@ -356,13 +356,13 @@ class LexicalAnalysis(Task):
         lengths = batch["tokens_lengths"]
         emissions = self._emissions(batch)                                       # (N, T, K)
         transition = self.model.crf.transition
-        allowed = self._allowed_transitions() if self.constrain_decoding else None
+        allowed = self.allowed_transitions() if self.constrain_decoding else None
         _, paths = F.viterbi_decode(emissions, transition, lengths, allowed=allowed)
         outputs = {"tags": paths, "lengths": lengths}
         outputs.update({key: batch[key] for key in ("texts", "word_lengths") if key in batch})
         return outputs
 
-    def _allowed_transitions(self):
+    def allowed_transitions(self):
         """A (K+2, K) bool array in the transition's layout: False where a label would continue a word of another
         type, else True (the constrained Viterbi's mask).
 

@@ -143,7 +143,7 @@ def test_constrained_decoding_uses_the_allowed_mask():
                 task.model.crf.transition.data[:, TAGS.names.index(name)] = 3.0
     batch = training_batch(task)
     tags = task.predict_batch(batch)["tags"].numpy()
-    allowed = task._allowed_transitions()
+    allowed = task.allowed_transitions()
     for row, length in zip(tags, batch["tokens_lengths"].numpy()):
         path = row[:length]
         assert allowed[0, path[0]] and all(allowed[2 + a, b] for a, b in zip(path[:-1], path[1:]))
