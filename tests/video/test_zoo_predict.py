@@ -13,7 +13,7 @@ from video.data.synthetic import MOTIONS, SHAPES, make_synthetic_set  # noqa: E4
 from zoo.catalog import cards  # noqa: E402
 from tests.offline import fetched_nothing
 
-VIDEO_MODELS = sorted(name for name, entry in cards().items() if entry["task"] == "video" and not entry.get("compressed_from"))
+VIDEO_MODELS = sorted(name for name, entry in cards().items() if entry.task == "video" and not entry.compressed_from)
 FEATURE_MODELS = ("attention_cluster_synth", "attention_lstm_synth", "nextvlad_synth")
 
 

@@ -63,18 +63,17 @@ def tiny_corpus(tmp_path, official_model):
 
 def test_card_names_its_files_and_their_hashes():
     entry = card("lac_pku")
-    weights = entry["weights"]
-    assert entry["config"] == "configs/nlp/lac_pku.yaml" and entry["source"] == "oar reproduce lac_pku"
-    assert _sha(os.path.join(ROOT, weights["path"])) == weights["sha256"]
-    assert _sha(os.path.join(ROOT, weights["vocab"])) == weights["vocab_sha256"]
-    assert _sha(os.path.join(ROOT, weights["lexicon"])) == weights["lexicon_sha256"]
-    assert _sha(os.path.join(ROOT, weights["official_lexicon"])) == weights["official_lexicon_sha256"]
-    assert os.path.getsize(os.path.join(ROOT, weights["path"])) <= 8 * 2 ** 20
-    state = framework.load(os.path.join(ROOT, weights["path"]))["model"]
+    weights = entry.weights
+    assert entry.config == "configs/nlp/lac_pku.yaml" and entry.source == "oar reproduce lac_pku"
+    assert _sha(os.path.join(ROOT, weights.path)) == weights.sha256
+    for companion in ("vocab", "lexicon", "official_lexicon"):
+        assert _sha(os.path.join(ROOT, weights.companions[companion])) == weights.companion_sha256[companion]
+    assert os.path.getsize(os.path.join(ROOT, weights.path)) <= 8 * 2 ** 20
+    state = framework.load(os.path.join(ROOT, weights.path))["model"]
     assert {v.dtype for v in state.values() if v.dtype.kind == "f"} == {numpy.dtype(numpy.float16)}
     for key in ("seg_f1", "pos_f1", "entity_f1"):
-        assert 0.0 < entry["metrics"][key] <= 1.0
-    assert entry["metrics"]["split"] == "test"
+        assert 0.0 < entry.metrics[key] <= 1.0
+    assert entry.metrics["split"] == "test"
 
 
 def test_lac_pku_runs_offline_without_the_corpus(tmp_path, monkeypatch):
@@ -120,7 +119,7 @@ def test_shipped_model_scores_like_its_card_on_test_lines(pku_test_split):
     gold = pku_test_split[:200]
     predicted = zoo.load("lac_pku").predict(["".join(s.words) for s in gold])
     scores = score_words([(p["words"], p["tags"]) for p in predicted], [(s.words, s.tags) for s in gold])
-    metrics = card("lac_pku")["metrics"]
+    metrics = card("lac_pku").metrics
     assert scores["seg_f1"] > 0.970 and scores["pos_f1"] > 0.938 and scores["entity_f1"] > 0.935
     assert abs(scores["seg_f1"] - metrics["seg_f1"]) < 0.005       # the sample agrees with the card
 
@@ -151,7 +150,7 @@ def test_reproduce_lac_pku_dry_run_leaves_the_repository_alone(tiny_corpus, tmp_
     dry = out / "dry_run"
     entry = yaml.safe_load((dry / "zoo" / "catalog.yaml").read_text(encoding="utf-8"))
     entry = next(e for e in entry if e["name"] == "lac_pku")
-    assert entry == updated and entry["metrics"]["split"] == "test"
+    assert entry == updated.to_mapping() and entry["metrics"]["split"] == "test"
     assert 0.0 <= entry["metrics"]["seg_f1"] <= 1.0 and "entity_f1_nr" in entry["metrics"]
     weights = dry / entry["weights"]["path"]
     assert _sha(weights) == entry["weights"]["sha256"]
@@ -189,9 +188,9 @@ def test_reproduce_rejects_a_vocab_size_that_does_not_fit(tiny_corpus, tmp_path)
 
 def test_reproduce_lac_dry_run_scores_the_official_model(tmp_path, official_model, pku_test_split):
     (updated,) = _reproduce(["lac", "--dry_run", "--quiet", "--output_root", str(tmp_path), "-o", "limit=30"])
-    metrics = updated["metrics"]
+    metrics = updated.metrics
     assert metrics["split"] == "test[:30], PER/LOC/ORG/TIME as nr/ns/nt/t"
     assert 0.6 < metrics["seg_f1"] < 1.0 and 0.4 < metrics["pos_f1"] < metrics["seg_f1"]
     results = (tmp_path / "dry_run" / "docs" / "RESULTS.md").read_text(encoding="utf-8")
     assert "PER -> nr, LOC -> ns, ORG -> nt, TIME -> t" in results
-    assert not card("lac")["metrics"]["split"].startswith("test[:30]")      # the repository's card is untouched
+    assert not card("lac").metrics["split"].startswith("test[:30]")      # the repository's card is untouched

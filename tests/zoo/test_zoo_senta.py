@@ -15,6 +15,7 @@ import zoo
 from framework.config import load_config
 from framework.fetch import FetchError, sha256_of
 from zoo.catalog import ROOT, card
+from zoo.reproduce import PROCEDURES
 from tests.offline import fetched_nothing
 
 MODELS = ("senta_bow", "senta_cnn", "senta_gru", "senta_lstm", "senta_bilstm")
@@ -56,7 +57,7 @@ def test_each_model_loads_offline_and_predicts_obvious_reviews(name, offline):
 
 def test_default_sentiment_model_is_bilstm(offline):
     task = zoo.Task("sentiment")
-    assert task.card["name"] == "senta_bilstm"
+    assert task.card.name == "senta_bilstm"
     # not "这个酒店很好": 79 % of the training lines with 这个酒店 are negative, so the models score it near 0.5
     (result,) = task.predict(["质量很好，物流也快"])
     assert result["label"] == "positive" and result["score"] > 0.6
@@ -78,7 +79,7 @@ def test_shipped_weights_score_like_the_card_on_a_test_sample(name, review_sampl
     right = sum((r["label"] == "positive") == bool(label) for r, (_, label) in zip(results, review_sample))
     assert len(review_sample) == 300 and sum(label for _, label in review_sample) == 119
     assert right >= LEAST_RIGHT[name], right
-    assert abs(right / 300 - card(name)["metrics"]["acc"]) < 0.03       # the sample agrees with the card
+    assert abs(right / 300 - card(name).metrics["acc"]) < 0.03       # the sample agrees with the card
 
 
 def test_oar_run_prints_one_json_object_per_text(offline):
@@ -93,22 +94,23 @@ def test_oar_run_prints_one_json_object_per_text(offline):
 def test_oar_show_prints_the_card():
     code, out, _ = oar("show", "senta_cnn")
     shown = yaml.safe_load(out)
-    assert code == 0 and shown == card("senta_cnn")
+    assert code == 0 and shown == card("senta_cnn").to_mapping()
     assert shown["metrics"]["split"] == "test" and 0.8 < shown["metrics"]["acc"] < 0.9
-    assert shown["reproduce"]["function"] == "zoo.reproduce.senta:reproduce_senta"
+    assert shown["reproduce"]["procedure"] == "senta"
+    assert PROCEDURES["senta"] == (".senta", "reproduce_senta")
 
 
 @pytest.mark.parametrize("name", MODELS)
 def test_shipped_files_match_their_card(name):
     entry = card(name)
-    weights = entry["weights"]
-    assert sha256_of(os.path.join(ROOT, weights["path"])) == weights["sha256"]
-    assert sha256_of(os.path.join(ROOT, weights["vocab"])) == weights["vocab_sha256"]
-    assert os.path.getsize(os.path.join(ROOT, weights["path"])) <= 40_000_000          # the size bound
-    assert entry["overrides"] == [f"task.vocab={weights['vocab']}"]
-    with open(os.path.join(ROOT, weights["vocab"]), encoding="utf-8") as f:
+    weights = entry.weights
+    assert sha256_of(os.path.join(ROOT, weights.path)) == weights.sha256
+    assert sha256_of(os.path.join(ROOT, weights.companions["vocab"])) == weights.companion_sha256["vocab"]
+    assert os.path.getsize(os.path.join(ROOT, weights.path)) <= 40_000_000          # the size bound
+    assert entry.overrides == (f"task.vocab={weights.companions['vocab']}",)
+    with open(os.path.join(ROOT, weights.companions["vocab"]), encoding="utf-8") as f:
         vocab_size = sum(1 for _ in f)
-    assert vocab_size == load_config(os.path.join(ROOT, entry["config"]))["model"]["vocab_size"]
+    assert vocab_size == load_config(os.path.join(ROOT, entry.config))["model"]["vocab_size"]
 
 
 def test_reproduce_with_no_seed_is_a_usage_error():
@@ -138,16 +140,16 @@ def test_reproduce_senta_dry_run_leaves_the_repository_alone(small_splits, tmp_p
                                    "-o", "train.max_steps=2", "train.eval_every=2", "train.batch_size=8",
                                    "model.pretrained=null")                   # no skip-gram pretraining here
     assert {p: sha256_of(p) for p in before} == before
-    assert sorted(entry["name"] for entry in updated) == sorted(MODELS)   # one procedure, each card once
+    assert sorted(entry.name for entry in updated) == sorted(MODELS)   # one procedure, each card once
     dry = out / "dry_run"
     catalog = {e["name"]: e for e in yaml.safe_load((dry / "zoo" / "catalog.yaml").read_text(encoding="utf-8"))}
     for entry in updated:
-        assert catalog[entry["name"]] == entry and entry["metrics"]["split"] == "test"
-        assert 0.0 <= entry["metrics"]["acc"] <= 1.0 and 0.0 <= entry["metrics"]["macro_f1"] <= 1.0
-        weights = dry / entry["weights"]["path"]
-        assert sha256_of(weights) == entry["weights"]["sha256"]
+        assert catalog[entry.name] == entry.to_mapping() and entry.metrics["split"] == "test"
+        assert 0.0 <= entry.metrics["acc"] <= 1.0 and 0.0 <= entry.metrics["macro_f1"] <= 1.0
+        weights = dry / entry.weights.path
+        assert sha256_of(weights) == entry.weights.sha256
         assert all(v.dtype.name == "float16" for v in framework.load(str(weights))["model"].values())
-    assert catalog["lac"] == card("lac")                                  # other cards are untouched
+    assert catalog["lac"] == card("lac").to_mapping()                                  # other cards are untouched
     vocab = dry / "zoo" / "weights" / "senta_char_vocab.txt"
     assert sha256_of(vocab) == before[os.path.join(ROOT, "zoo/weights/senta_char_vocab.txt")]   # deterministic
     results = (dry / "docs" / "RESULTS.md").read_text(encoding="utf-8")

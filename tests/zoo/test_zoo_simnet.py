@@ -20,6 +20,7 @@ from framework.errors import UserError
 from framework.fetch import FetchError, sha256_of
 from zoo.reproduce.simnet import SIMNET_MODELS
 from zoo.catalog import ROOT, card
+from zoo.reproduce import PROCEDURES
 from tests.offline import fetched_nothing
 
 OAR = shutil.which("oar", path=os.path.dirname(sys.executable)) or shutil.which("oar")
@@ -72,7 +73,7 @@ def test_shipped_weights_score_like_the_card_on_a_test_sample(name, matching_sam
     right = sum(r["label"] == p.label for r, p in zip(results, matching_sample))
     assert len(matching_sample) == 312 and sum(p.label for p in matching_sample) == 156
     assert right >= LEAST_RIGHT[name], right
-    assert abs(right / 312 - card(name)["metrics"]["acc"]) < 0.04       # the sample agrees with the card
+    assert abs(right / 312 - card(name).metrics["acc"]) < 0.04       # the sample agrees with the card
 
 EXAMPLE = os.path.join(ROOT, "examples", "matching_pairs.tsv")
 PAIRS = [("今天天气很好", "今天天气不错"), ("中国向美国出口大豆", "美国向中国出口大豆"), ("", "今天天气很好"),
@@ -85,7 +86,7 @@ def test_each_model_loads_offline_and_labels_by_its_threshold(name, offline):
     results = task.predict(PAIRS)
     assert [set(r) for r in results] == [{"score", "label"}] * len(PAIRS)
     threshold = task.threshold
-    assert threshold == float(framework.load(os.path.join(ROOT, card(name)["weights"]["path"]))["model"]
+    assert threshold == float(framework.load(os.path.join(ROOT, card(name).weights.path))["model"]
                               ["threshold"][0])
     assert all(r["label"] == int(r["score"] >= threshold) for r in results)
     low, high = (0.0, 1.0) if name.endswith("pointwise") else (-1.0, 1.0)     # P(match) or a cosine
@@ -120,28 +121,29 @@ def test_oar_run_scores_tab_separated_pairs(offline):
 def test_oar_show_prints_the_card():
     code, out, _ = oar("show", "simnet_cnn_pointwise")
     shown = yaml.safe_load(out)
-    assert code == 0 and shown == card("simnet_cnn_pointwise")
+    assert code == 0 and shown == card("simnet_cnn_pointwise").to_mapping()
     assert shown["metrics"]["split"] == "test" and 0.5 < shown["metrics"]["acc"] <= 1.0
-    assert shown["reproduce"]["function"] == "zoo.reproduce.simnet:reproduce"
+    assert shown["reproduce"]["procedure"] == "simnet"
+    assert PROCEDURES["simnet"] == (".simnet", "reproduce")
     assert shown["source"] == "trained by `oar reproduce simnet`"
 
 
 @pytest.mark.parametrize("name", SIMNET_MODELS)
 def test_shipped_files_match_their_card(name):
     entry = card(name)
-    weights = entry["weights"]
-    assert entry["config"] == f"configs/nlp/{name}.yaml" and entry["task"] == "matching"
-    path = os.path.join(ROOT, weights["path"])
-    assert sha256_of(path) == weights["sha256"] and os.path.getsize(path) <= 8 * 2 ** 20
-    assert sha256_of(os.path.join(ROOT, weights["vocab"])) == weights["vocab_sha256"]
-    assert entry["overrides"] == [f"task.vocab={weights['vocab']}"]
+    weights = entry.weights
+    assert entry.config == f"configs/nlp/{name}.yaml" and entry.task == "matching"
+    path = os.path.join(ROOT, weights.path)
+    assert sha256_of(path) == weights.sha256 and os.path.getsize(path) <= 8 * 2 ** 20
+    assert sha256_of(os.path.join(ROOT, weights.companions["vocab"])) == weights.companion_sha256["vocab"]
+    assert entry.overrides == (f"task.vocab={weights.companions['vocab']}",)
     state = framework.load(path)["model"]
     assert state.pop("threshold").dtype == numpy.float32
     assert {v.dtype for v in state.values() if v.dtype.kind == "f"} == {numpy.dtype(numpy.float16)}
-    with open(os.path.join(ROOT, weights["vocab"]), encoding="utf-8") as f:
+    with open(os.path.join(ROOT, weights.companions["vocab"]), encoding="utf-8") as f:
         vocab_size = sum(1 for _ in f)
-    assert vocab_size <= load_config(os.path.join(ROOT, entry["config"]))["model"]["vocab_size"]
-    metrics = entry["metrics"]
+    assert vocab_size <= load_config(os.path.join(ROOT, entry.config))["model"]["vocab_size"]
+    metrics = entry.metrics
     assert metrics["split"] == "test" and all(0.0 <= metrics[k] <= 1.0 for k in ("acc", "auc", "acc_exchange"))
 
 
@@ -187,21 +189,21 @@ def test_reproduce_simnet_dry_run_updates_every_card_once(tmp_path, monkeypatch)
     monkeypatch.setenv("OAR_HOME", str(tmp_path / "home"))
     monkeypatch.setattr(zoo.reproduce.peers, "LacWordTokenizer", CharTokenizer)
     protected = [os.path.join(ROOT, p) for p in ("zoo/catalog.yaml", "docs/RESULTS.md", card("simnet_bow_pointwise")
-                                                  ["weights"]["vocab"])]
-    protected += [os.path.join(ROOT, card(name)["weights"]["path"]) for name in SIMNET_MODELS]
+                                                  .weights.companions["vocab"])]
+    protected += [os.path.join(ROOT, card(name).weights.path) for name in SIMNET_MODELS]
     before = {p: sha256_of(p) for p in protected}
     out = tmp_path / "out"
     updated = in_process("reproduce", "simnet", "--dry_run", "--quiet", "--output_root", str(out), "-o",
                          *_own_pairs(EXAMPLE), "train.max_steps=2", "train.eval_every=2", "train.batch_size=4")
     assert {p: sha256_of(p) for p in before} == before
-    assert [entry["name"] for entry in updated] == list(SIMNET_MODELS)          # one procedure, each card once
+    assert [entry.name for entry in updated] == list(SIMNET_MODELS)          # one procedure, each card once
     dry = out / "dry_run"
     catalog = {e["name"]: e for e in yaml.safe_load((dry / "zoo" / "catalog.yaml").read_text(encoding="utf-8"))}
     for entry in updated:
-        assert catalog[entry["name"]] == entry and entry["metrics"]["split"] == "test"
-        assert sha256_of(dry / entry["weights"]["path"]) == entry["weights"]["sha256"]
-        assert sha256_of(dry / entry["weights"]["vocab"]) == entry["weights"]["vocab_sha256"]
-    assert catalog["senta_cnn"] == card("senta_cnn")                          # other cards are untouched
+        assert catalog[entry.name] == entry.to_mapping() and entry.metrics["split"] == "test"
+        assert sha256_of(dry / entry.weights.path) == entry.weights.sha256
+        assert sha256_of(dry / entry.weights.companions["vocab"]) == entry.weights.companion_sha256["vocab"]
+    assert catalog["senta_cnn"] == card("senta_cnn").to_mapping()                          # other cards are untouched
     results = (dry / "docs" / "RESULTS.md").read_text(encoding="utf-8")
     block = results[results.index("<!-- reproduce:simnet -->"):results.index("<!-- /reproduce:simnet -->")]
     assert "`oar reproduce simnet`" in block and "| word overlap (peer) |" in block and "TF-IDF LR" in block

@@ -73,14 +73,14 @@ def fresh_clips(tmp_path_factory):
 
 
 def test_every_video_card_ships_its_files():
-    video = [name for name, entry in cards().items() if entry["task"] == "video" and not entry.get("compressed_from")]
+    video = [name for name, entry in cards().items() if entry.task == "video" and not entry.compressed_from]
     assert sorted(video) == sorted(FRAME_MODELS + FEATURE_MODELS)
     for name in video:
-        weights = card(name)["weights"]
-        assert sha256_of(os.path.join(ROOT, weights["path"])) == weights["sha256"]
+        weights = card(name).weights
+        assert sha256_of(os.path.join(ROOT, weights.path)) == weights.sha256
         if name in FEATURE_MODELS:
-            assert sha256_of(os.path.join(ROOT, weights["backbone"])) == weights["backbone_sha256"]
-        assert os.path.getsize(os.path.join(ROOT, weights["path"])) <= 8 * 2 ** 20
+            assert sha256_of(os.path.join(ROOT, weights.companions["backbone"])) == weights.companion_sha256["backbone"]
+        assert os.path.getsize(os.path.join(ROOT, weights.path)) <= 8 * 2 ** 20
 
 
 def _ranked(ranked, names):
@@ -125,4 +125,4 @@ def test_each_model_scores_like_its_card_on_fresh_and_reversed_clips(name, fresh
 
 
 def test_default_video_model_is_tsm(offline):
-    assert zoo.Task("video").card["name"] == "tsm_synth"
+    assert zoo.Task("video").card.name == "tsm_synth"

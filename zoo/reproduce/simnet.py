@@ -65,7 +65,7 @@ def train_and_measure(name, options, weights_dir, config_dir=CONFIG_DIR):
     """
     cfg = load_config(os.path.join(config_dir, f"{name}.yaml"), list(options.overrides))
     cpu = time.process_time()
-    checkpoint, _, minutes = train_checkpoint(cfg, {"name": name}, options)
+    checkpoint, _, minutes = train_checkpoint(cfg, name, options)
     cpu = time.process_time() - cpu
     weights = os.path.join(weights_dir, f"{name}.npz")
     sha = export_weights(checkpoint, weights)

@@ -7,8 +7,8 @@ import os
 import numpy
 import pytest
 
-from framework.config import load_config
-from zoo.cards import weighted_task
+from zoo.build import build
+from zoo.resolver import resolve
 
 from ..test_cli import assert_one_error_line, oar
 
@@ -22,6 +22,13 @@ def _json_line(code, stdout, stderr):
     lines = stdout.splitlines()
     assert len(lines) == 1, stdout
     return json.loads(lines[0])
+
+
+def _compressed_task(out):
+    """The task of the run directory ``oar compress`` wrote (its config.yaml and compressed weights.npz)."""
+    entry = resolve(out)
+    assert entry.kind == "compressed" and entry.origin == "run" and entry.weights.path == "weights.npz"
+    return build(entry).task
 
 
 def test_report_counts_multiply_adds_and_parameters():
@@ -39,7 +46,7 @@ def test_prune_cuts_the_model_and_it_loads_back(tmp_path):
     assert result["after"]["params"] < result["before"]["params"]
     plan = json.load(open(os.path.join(out, "plan.json")))
     assert set(plan["ratios"]) == {"net.0", "net.2"} and plan["macs_after"] == result["after"]["macs"]
-    task = weighted_task(load_config(os.path.join(out, "config.yaml")), os.path.join(out, "weights.npz"), "compressed")
+    task = _compressed_task(out)
     kept = plan["channels"]["net.0"][1]
     assert task.model.net[0].weight.shape == (2, kept) and task.model.net[2].weight.shape[0] == kept
     assert [r["label"] for r in task.predict([[0.1, 0.0], [2.0, 0.0]])] == [0, 1]
@@ -49,9 +56,9 @@ def test_quant_writes_int8_weights_and_the_onnx_models(tmp_path):
     out = str(tmp_path / "int8")
     result = _json_line(*oar("compress", "-c", INT8, "--model", TINY, "--output_dir", out, "--quiet",
                              "-o", "quant.calibration_samples=64", "quant.activation=abs_max"))
-    assert abs(result["after"]["test"]["acc"] - result["before"]["test"]["acc"]) <= 0.02
+    assert abs(result["after"]["metrics"]["acc"] - result["before"]["metrics"]["acc"]) <= 0.02
     assert os.path.isfile(os.path.join(out, "model.int8.onnx"))
-    task = weighted_task(load_config(os.path.join(out, "config.yaml")), os.path.join(out, "weights.npz"), "compressed")
+    task = _compressed_task(out)
     assert task.model.net[2].weight_int8.dtype == numpy.int8
 
 

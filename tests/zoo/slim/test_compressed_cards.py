@@ -9,7 +9,7 @@ import zoo
 from framework import jit
 from framework.slim import count_parameters, read_recipe
 from zoo.catalog import card
-from zoo.cards import checked_weights
+from zoo.build import checked_weights
 
 from .bare import run_bare
 
