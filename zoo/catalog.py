@@ -25,6 +25,7 @@ import os
 import yaml
 from framework.errors import UserError
 from framework.serialization import atomic_write
+from framework.yamlload import BoundedLoader
 
 __all__ = ["CatalogError", "ROOT", "CATALOG_PATH", "CARD_KINDS", "card_kind", "cards", "card", "write_card"]
 
@@ -43,7 +44,7 @@ class CatalogError(UserError, KeyError):
 
 
 # libyaml's parser where PyYAML was built with it (its wheels are): the catalog is read on every load, 10x faster
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_LOADER = BoundedLoader
 
 
 def _entries(path):

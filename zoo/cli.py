@@ -14,6 +14,7 @@ from importlib import metadata
 
 from framework import distributed
 from framework.errors import UserError, describe_os_error
+from framework.settings import SettingError, env_flag
 
 from .commands import COMMANDS, UsageError
 
@@ -81,8 +82,8 @@ def guarded(function, prog="oar", debug=False, usage_prog=None):
     closed stdout 141; with ``debug`` (or ``OAR_DEBUG=1``) the error is raised
     with its traceback instead. Any other exception is a bug and propagates.
     """
-    debug = debug or os.environ.get("OAR_DEBUG", "") not in ("", "0")
     try:
+        debug = debug or env_flag("OAR_DEBUG")
         code = function()
         sys.stdout.flush()
         return code if isinstance(code, int) and not isinstance(code, bool) else EXIT_OK
@@ -141,8 +142,17 @@ def _broken_pipe():
 def one_line_warnings(prog="oar"):
     """Show warnings as one line ``PROG: warning: …`` on stderr (what the command's user reads), unless
     ``OAR_DEBUG`` asks for the full form."""
-    if os.environ.get("OAR_DEBUG", "") in ("", "0"):
+    if not _debug_asked():
         warnings.formatwarning = lambda message, category, filename, lineno, line=None: f"{prog}: warning: {message}\n"
+
+
+def _debug_asked():
+    """Whether ``OAR_DEBUG`` asks for the full forms (a value it cannot take counts as no: :func:`guarded`
+    reports it in one line)."""
+    try:
+        return env_flag("OAR_DEBUG")
+    except SettingError:
+        return False
 
 
 def console():
