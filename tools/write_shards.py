@@ -2,7 +2,8 @@
 
 Builds ``data.<split>`` of the config (``-o`` overrides apply) and writes its
 samples, in order, as WebDataset-layout shards ``P000000.tar``, ``P000001.tar``
-… plus ``Pindex.json`` (see :mod:`framework.io.shards`); ``P`` is a path or a
+… plus ``Pindex.json`` with each shard's sample count and sha256, which every
+read checks (see :mod:`framework.io.shards`); ``P`` is a path or a
 URL prefix fsspec writes (``s3://bucket/train-``). Prints the index as JSON. A
 training config then reads them with ``data.train: {type: ShardDataset, index:
 P…index.json}`` from wherever they are served.

@@ -16,6 +16,7 @@ import os
 
 import yaml
 from framework.serialization import atomic_write
+from framework.yamlload import BoundedLoader
 
 from .card import Card, CardError
 
@@ -26,7 +27,7 @@ CATALOG_PATH = os.path.join(ROOT, "zoo", "catalog.yaml")
 CatalogError = CardError
 
 # libyaml's parser where PyYAML was built with it (its wheels are): the catalog is read on every load, 10x faster
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_LOADER = BoundedLoader
 
 
 def _entries(path):

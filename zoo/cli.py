@@ -3,8 +3,10 @@
 Exit status 0 on success, 1 on a failed run (a ``UserError``: bad input,
 config, file, weights or model name — printed as one line ``oar: error: …``),
 2 on a usage error (argparse's, or a ``UsageError``), 130 on Ctrl-C. Results
-go to stdout, everything else to stderr. A traceback is printed only for a bug,
-or for any error with ``--debug`` (or ``OAR_DEBUG=1``).
+go to stdout, everything else to stderr; every error and warning line passes
+through ``framework.redact.redact``, so no credential a message quotes is
+shown. A traceback is printed only for a bug, or for any error with
+``--debug`` (or ``OAR_DEBUG=1``).
 """
 import argparse
 import os
@@ -14,6 +16,8 @@ from importlib import metadata
 
 from framework import distributed
 from framework.errors import UserError, describe_os_error
+from framework.redact import redact
+from framework.settings import SettingError, env_flag
 
 from .commands import COMMANDS, UsageError
 
@@ -65,7 +69,7 @@ def build_parser(prog="oar", argv=None):
 def _report(message, parser_prog="oar"):
     if distributed.is_initialized() and distributed.get_world_size() > 1:
         message = f"[rank {distributed.get_rank()}/{distributed.get_world_size()}] {message}"
-    print(f"{parser_prog}: error: {message}", file=sys.stderr)
+    print(f"{parser_prog}: error: {redact(message)}", file=sys.stderr)
 
 
 def _stop_distributed(code):
@@ -81,8 +85,8 @@ def guarded(function, prog="oar", debug=False, usage_prog=None):
     closed stdout 141; with ``debug`` (or ``OAR_DEBUG=1``) the error is raised
     with its traceback instead. Any other exception is a bug and propagates.
     """
-    debug = debug or os.environ.get("OAR_DEBUG", "") not in ("", "0")
     try:
+        debug = debug or env_flag("OAR_DEBUG")
         code = function()
         sys.stdout.flush()
         return code if isinstance(code, int) and not isinstance(code, bool) else EXIT_OK
@@ -141,8 +145,18 @@ def _broken_pipe():
 def one_line_warnings(prog="oar"):
     """Show warnings as one line ``PROG: warning: …`` on stderr (what the command's user reads), unless
     ``OAR_DEBUG`` asks for the full form."""
-    if os.environ.get("OAR_DEBUG", "") in ("", "0"):
-        warnings.formatwarning = lambda message, category, filename, lineno, line=None: f"{prog}: warning: {message}\n"
+    if not _debug_asked():
+        warnings.formatwarning = (lambda message, category, filename, lineno, line=None:
+                                  f"{prog}: warning: {redact(str(message))}\n")
+
+
+def _debug_asked():
+    """Whether ``OAR_DEBUG`` asks for the full forms (a value it cannot take counts as no: :func:`guarded`
+    reports it in one line)."""
+    try:
+        return env_flag("OAR_DEBUG")
+    except SettingError:
+        return False
 
 
 def console():

@@ -23,6 +23,7 @@ import traceback
 import numpy
 
 from .. import backend
+from ..settings import env_float
 from .comm import DistributedError, MPICommunicator, NCCLCommunicator, SingleProcess
 from .watchdog import Watchdog
 
@@ -75,13 +76,7 @@ def launched_by_mpi():
 def _timeout(timeout):
     if timeout is not None:
         return float(timeout)
-    text = os.environ.get("OAR_DIST_TIMEOUT")
-    if text is None:
-        return DEFAULT_TIMEOUT
-    try:
-        return float(text)
-    except ValueError:
-        raise DistributedError(f"OAR_DIST_TIMEOUT must be a number of seconds, got {text!r}") from None
+    return env_float("OAR_DIST_TIMEOUT", DEFAULT_TIMEOUT, low=0)      # 0: no limit
 
 
 def init_parallel_env(device=None, timeout=None):

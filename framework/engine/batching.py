@@ -11,6 +11,7 @@ the longest input of a batch, never by the number of inputs.
 command and the server's batcher all go through it.
 """
 import itertools
+import numbers
 
 from ..errors import InputError
 
@@ -63,8 +64,9 @@ def predict_stream(predict, inputs, batch_size, length=None, max_tokens=None, wi
     An :class:`~framework.errors.InputError` about one input of a batch (its ``index``) is raised again, its
     ``index`` made that input's position in ``inputs``.
     """
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
         raise InputError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    batch_size = int(batch_size)                   # a NumPy integer too
     start = 0
     for window in _windows(inputs, window_batches * batch_size):
         if length is None:

@@ -117,8 +117,9 @@ class Task:
         return list(self.predict_iter(inputs, batch_size))
 
     def predict_iter(self, inputs, batch_size=None, **options):
-        """Yield one result dict per raw input of ``inputs`` (any iterable: list, tuple, generator, NumPy array),
-        in input order, as batches finish (:func:`framework.engine.batching.predict_stream`).
+        """Yield one result dict per raw input of ``inputs`` (any iterable: list, tuple, generator, NumPy array;
+        a 2-D array of strings gives one tuple per row, e.g. text pairs), in input order, as batches finish
+        (:func:`framework.engine.batching.predict_stream`).
 
         Inputs are read a window at a time, sorted by :meth:`input_length` inside it and run ``batch_size``
         at a time (None: the task's ``predict_batch_size``) through :meth:`predict_raw` with ``options``, so
@@ -127,6 +128,8 @@ class Task:
         if isinstance(inputs, (str, bytes, os.PathLike, dict)) or not hasattr(inputs, "__iter__"):
             raise InputTypeError(f"{type(self).__name__}.predict takes a list of inputs (or any iterable of them), "
                                  f"got {type(inputs).__name__}")
+        if isinstance(inputs, numpy.ndarray) and inputs.ndim == 2 and inputs.dtype.kind in "USO":
+            inputs = (tuple(row.tolist()) for row in inputs)      # a 2-D array of texts: one tuple (pair) a row
         return predict_stream(functools.partial(self.predict_raw, device=self.device, **options), inputs,
                               self.predict_batch_size if batch_size is None else batch_size,
                               length=self.input_length, max_tokens=self.max_batch_tokens)

@@ -10,18 +10,27 @@ own package (``s3fs``, ``gcsfs``; HTTP needs ``aiohttp``, installed with oar).
 Credentials come only from where fsspec and the protocol's package look for
 them (environment variables such as ``AWS_ACCESS_KEY_ID``, the fsspec config
 folder, ``~/.aws``); oar never takes them as arguments and never prints them:
-every message names a URL through :func:`safe_url`, which drops a
-``user:password@`` part and the query string (signed URLs carry their tokens
-there). A URL that cannot be read is one :class:`RemoteFileError` line.
+every message names a URL through :func:`safe_url` (:func:`framework.redact.redact_url`),
+which drops a ``user:password@`` part and the query string (signed URLs carry
+their tokens there). A URL that cannot be read is one :class:`RemoteFileError`
+line.
+
+**Time limits.** Every URL is opened with a connect and a read timeout
+(:func:`storage_options`: aiohttp's for HTTP, botocore's for S3, gcsfs's), of
+``$OAR_NETWORK_TIMEOUT`` seconds (default 60); a server that does not answer
+in time is one :class:`RemoteFileError` line, whether it stalls while
+connecting, before its headers or in the middle of a file.
 """
+import asyncio
 import io
 import os
 import re
-import urllib.parse
 
 from ..errors import MissingFileError, UserError
+from ..timeouts import network_timeout
+from ..redact import redact, redact_url
 
-__all__ = ["RemoteFileError", "is_url", "safe_url", "open_file", "isfile", "read_bytes", "join"]
+__all__ = ["RemoteFileError", "is_url", "safe_url", "open_file", "isfile", "read_bytes", "join", "storage_options"]
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
 
@@ -38,18 +47,12 @@ def is_url(path):
 
 def safe_url(url):
     """``url`` as it may be shown: no ``user:password@`` and no query string or fragment."""
-    if not is_url(url):
-        return url
-    parts = urllib.parse.urlsplit(url)
-    host = parts.netloc.rpartition("@")[2]
-    return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
+    return redact_url(url) if is_url(url) else url
 
 
 def _scrub(text, url):
     """``text`` (an exception's message) with ``url`` and any credentials in it replaced by the safe form."""
-    text = str(text).replace(url, safe_url(url))
-    text = re.sub(r"(://)[^/@\s]+@", r"\1", text)                       # user:password@ in any URL
-    text = re.sub(r"(https?://[^\s?'\"]+)\?[^\s'\"]*", r"\1", text)     # query strings (signed-URL tokens)
+    text = redact(str(text).replace(url, safe_url(url)))
     return text.splitlines()[0] if text.strip() else text
 
 
@@ -63,6 +66,8 @@ def _reason(exc, url):
         if isinstance(cause, OSError) and cause.strerror:
             break
         cause = cause.__cause__ or cause.__context__
+    if isinstance(cause, (TimeoutError, asyncio.TimeoutError)) or "timeout" in type(cause).__name__.lower():
+        return f"no answer within {network_timeout():g} s (OAR_NETWORK_TIMEOUT)"
     message = getattr(cause, "strerror", None) or str(cause) or type(cause).__name__
     return _scrub(message, url)
 
@@ -75,12 +80,55 @@ def _fsspec():
     return fsspec
 
 
+def storage_options(url):
+    """The fsspec options oar adds for ``url``'s protocol: connect and read timeouts (:func:`network_timeout`)."""
+    protocol, seconds = url.split(":", 1)[0].lower(), network_timeout()
+    if protocol in ("http", "https"):
+        import aiohttp
+        return {"client_kwargs": {"timeout": aiohttp.ClientTimeout(total=None, connect=seconds,
+                                                                   sock_connect=seconds, sock_read=seconds)}}
+    if protocol in ("s3", "s3a"):
+        return {"config_kwargs": {"connect_timeout": seconds, "read_timeout": seconds}}
+    if protocol in ("gs", "gcs"):
+        return {"timeout": seconds}
+    return {}
+
+
+class _Guarded(io.RawIOBase):
+    """A URL's file object whose read errors (a timeout, a dropped connection) are one
+    :class:`RemoteFileError` line naming the URL."""
+
+    def __init__(self, raw, url, what):
+        super().__init__()
+        self.raw, self.url, self.what = raw, url, what
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        try:
+            data = self.raw.read(len(buffer))
+        except UserError:
+            raise
+        except Exception as exc:
+            raise RemoteFileError(f"cannot read {self.what} {safe_url(self.url)}: {_reason(exc, self.url)}") \
+                from None
+        buffer[:len(data)] = data
+        return len(data)
+
+    def close(self):
+        try:
+            self.raw.close()
+        finally:
+            super().close()
+
+
 def _open_url(url, mode, what, streaming):
     fsspec = _fsspec()
     options = {"block_size": 0} if streaming and url.split(":", 1)[0] in ("http", "https") else {}
     try:
-        fs, target = fsspec.core.url_to_fs(url)               # no glob expansion: a '?' is a query string
-        return fs.open(target, mode, **options)
+        fs, target = fsspec.core.url_to_fs(url, **storage_options(url))  # no glob expansion: '?' is a query
+        return io.BufferedReader(_Guarded(fs.open(target, mode, **options), url, what), 1 << 20)
     except FileNotFoundError as exc:
         cause = exc.__cause__                              # fsspec's HTTP says "not found" for any failure
         if cause is not None and getattr(cause, "status", None) not in (None, 404, 410):
@@ -142,7 +190,7 @@ def isfile(path):
         return os.path.isfile(path)
     fsspec = _fsspec()
     try:
-        fs, target = fsspec.core.url_to_fs(path)
+        fs, target = fsspec.core.url_to_fs(path, **storage_options(path))
         return bool(fs.isfile(target))
     except Exception:
         return False

@@ -8,8 +8,9 @@ the field (``000042.mp4``, ``000042.jpg``), NumPy arrays to ``000042.<field>.npy
 ``000042.txt``, and every other field (numbers, strings, lists) to one
 ``000042.json``. This is the layout ``webdataset`` and ``tar tf`` read too.
 :func:`write_shards` also writes an index, ``<prefix>index.json``
-(``{"shards": [{"url": name, "samples": n}], "samples": N}``), so a reader
-knows the size of an epoch without opening the shards.
+(``{"shards": [{"url": name, "samples": n, "sha256": h}], "samples": N}``), so
+a reader knows the size of an epoch without opening the shards, and checks each
+shard it reads against it.
 
 **Reading.** :class:`ShardDataset` streams the shards through fsspec (a local
 path, ``file://``, ``http(s)://``, ``s3://``, ``gs://``, ``memory://``: see
@@ -38,9 +39,16 @@ read again from their start: the resume point is a shard boundary).
 
 **Errors.** A shard cut short is one :class:`ShardFormatError` naming the shard
 and the member (``shard …/train-000003.tar: member 000311.json is cut short``);
+every shard an index lists is checked against it once read to its end (its
+sample count, and its sha256 where the index records one, as
+:func:`write_shards` does), so a shard cut at a member boundary or changed is
+one line naming it, never a short epoch; an index that lists no shard, or a
+glob that matches none, is one line too;
 a URL that cannot be reached is one :class:`~framework.io.remote.RemoteFileError`
 line.
 """
+import glob
+import hashlib
 import io
 import json
 import os
@@ -51,11 +59,11 @@ import threading
 
 import numpy
 
-from ..errors import FileFormatError, UserError
+from ..errors import FileFormatError, MissingFileError, UserError
 from ..npyfile import load_npy
 from ..registry import DATASETS
 from .dataset import IterableDataset
-from .remote import is_url, open_file, read_bytes, safe_url
+from .remote import is_url, open_file, read_bytes, safe_url, storage_options
 
 __all__ = ["ShardFormatError", "write_shards", "expand_urls", "read_shard", "ShardDataset"]
 
@@ -92,6 +100,20 @@ def _members(key, sample):
     return members
 
 
+class _HashingWriter:
+    """A binary file being written whose bytes are also hashed (sha256), for the index."""
+
+    def __init__(self, raw):
+        self.raw, self.digest = raw, hashlib.sha256()
+
+    def write(self, data):
+        self.digest.update(data)
+        return self.raw.write(data)
+
+    def close(self):
+        self.raw.close()
+
+
 def _open_for_writing(url):
     if is_url(url):
         import fsspec
@@ -119,13 +141,13 @@ def write_shards(samples, prefix, max_count=1000, max_bytes=None, digits=6):
             writer.close()
             raw.close()
             shards.append({"url": os.path.basename(name) if not is_url(name) else name.rsplit("/", 1)[-1],
-                           "samples": count})
+                           "samples": count, "sha256": raw.digest.hexdigest()})
 
     for number, sample in enumerate(samples):
         if writer is None or count >= max_count or (max_bytes and size >= max_bytes):
             close()
             name = f"{prefix}{len(shards):0{digits}d}.tar"
-            raw = _open_for_writing(name)
+            raw = _HashingWriter(_open_for_writing(name))
             writer, count, size = tarfile.open(fileobj=raw, mode="w|", format=tarfile.USTAR_FORMAT), 0, 0
         for member, data in _members(f"{number:0{digits}d}", sample):
             info = tarfile.TarInfo(member)
@@ -144,7 +166,9 @@ def write_shards(samples, prefix, max_count=1000, max_bytes=None, digits=6):
 
 def expand_urls(urls):
     """A list of shard URLs from ``urls``: a list, one URL, a brace range (``train-{000000..000009}.tar``,
-    the WebDataset spelling; widths kept), or a space-separated string of these."""
+    the WebDataset spelling; widths kept), a glob (``shards/train-*.tar``, sorted; ``*`` and ``[…]``, a
+    ``?`` being a URL's query), or a space-separated string of these. A glob that matches nothing is a
+    :class:`~framework.errors.MissingFileError`."""
     if isinstance(urls, (list, tuple)):
         return [u for item in urls for u in expand_urls(item)]
     if not isinstance(urls, str) or not urls.strip():
@@ -154,11 +178,28 @@ def expand_urls(urls):
         return expand_urls(words)
     match = re.search(r"\{(\d+)\.\.(\d+)\}", urls)
     if not match:
-        return [urls]
+        return _globbed(urls) if re.search(r"[*\[]", urls) else [urls]
     first, last = match.group(1), match.group(2)
     width = len(first) if first.startswith("0") or len(first) == len(last) else 0
     return [u for i in range(int(first), int(last) + 1)
             for u in expand_urls(urls[:match.start()] + f"{i:0{width}d}" + urls[match.end():])]
+
+
+def _globbed(pattern):
+    """The files matching the glob ``pattern`` (a path or URL), sorted; none is one error line."""
+    if is_url(pattern):
+        import fsspec
+        try:
+            fs, root = fsspec.core.url_to_fs(pattern, **storage_options(pattern))
+            protocol = pattern.split("://", 1)[0]
+            found = sorted(f"{protocol}://{name}" if "://" not in name else name for name in fs.glob(root))
+        except Exception as exc:  # noqa: BLE001 - a listing the store cannot give is one line below
+            raise MissingFileError(f"shards {safe_url(pattern)}: cannot list them ({type(exc).__name__})") from None
+    else:
+        found = sorted(glob.glob(pattern))
+    if not found:
+        raise MissingFileError(f"shards {safe_url(pattern)}: the pattern matches no file")
+    return found
 
 
 def _decode(ext, data, shard, member):
@@ -187,54 +228,90 @@ def _sample(key, fields):
     return sample
 
 
-def read_shard(url, with_keys=False):
+class _HashingReader:
+    """A shard's binary stream whose bytes are hashed (sha256) as they are read."""
+
+    def __init__(self, raw):
+        self.raw, self.digest, self.size = raw, hashlib.sha256(), 0
+
+    def read(self, n=-1):
+        data = self.raw.read(n)
+        self.digest.update(data)
+        self.size += len(data)
+        return data
+
+    def drain(self):
+        """Read (and hash) what is left after the tar's end."""
+        while self.read(1 << 20):
+            pass
+
+
+def read_shard(url, with_keys=False, samples=None, sha256=None):
     """Yield the samples of the shard ``url`` (path or URL) in order, streaming (see the module docstring).
 
-    ``with_keys`` adds ``"__key__"`` (the member prefix) and ``"__shard__"``.
+    ``with_keys`` adds ``"__key__"`` (the member prefix) and ``"__shard__"``. ``samples`` and ``sha256``
+    (from the index, when known) are checked once the shard is read to its end: a shard that holds another
+    number of samples (cut short at a member boundary) or other bytes is a :class:`ShardFormatError` naming
+    it, raised before the reader moves on, so an epoch is never silently short.
     """
-    stream = open_file(url, "rb", what="shard")
+    stream = _HashingReader(open_file(url, "rb", what="shard"))
+    count = 0
+    try:
+        for sample in _samples(stream, url, with_keys):
+            count += 1
+            yield sample
+        stream.drain()
+    finally:
+        stream.raw.close()
+    if samples is not None and count != samples:
+        raise ShardFormatError(f"shard {safe_url(url)}: holds {count} samples, its index lists {samples} (cut short "
+                               f"or changed since it was written)")
+    if sha256 is not None and stream.digest.hexdigest() != sha256:
+        raise ShardFormatError(f"shard {safe_url(url)}: its sha256 is {stream.digest.hexdigest()}, its index "
+                               f"records {sha256} (damaged or changed since it was written)")
+
+
+def _samples(stream, url, with_keys):
+    """The samples of the tar ``stream`` of the shard ``url``, in order."""
     member = None
     try:
+        tar = tarfile.open(fileobj=stream, mode="r|", bufsize=1 << 20)     # few, large reads of the stream
+    except tarfile.ReadError as exc:
+        raise ShardFormatError(f"shard {safe_url(url)}: is not a tar file (or is cut short before its "
+                               f"first member: {exc})") from None
+    key, fields = None, []
+    while True:
         try:
-            tar = tarfile.open(fileobj=stream, mode="r|", bufsize=1 << 20)     # few, large reads of the stream
+            info = tar.next()
         except tarfile.ReadError as exc:
-            raise ShardFormatError(f"shard {safe_url(url)}: is not a tar file (or is cut short before its "
-                                   f"first member: {exc})") from None
-        key, fields = None, []
-        while True:
-            try:
-                info = tar.next()
-            except tarfile.ReadError as exc:
-                where = (f"is cut short after member {member}" if member else
-                         "is not a tar file (or is cut short before its first member)")
-                raise ShardFormatError(f"shard {safe_url(url)}: {where} ({exc})") from None
-            if info is None:
-                break
-            member = info.name
-            if not info.isfile():
-                continue
-            match = _MEMBER.match(os.path.basename(info.name))
-            if match is None:
-                raise ShardFormatError(f"shard {safe_url(url)}: member {info.name} is not named <key>.<ext>")
-            try:
-                data = tar.extractfile(info).read()
-            except (tarfile.ReadError, EOFError, OSError) as exc:
-                if isinstance(exc, UserError):
-                    raise
-                raise ShardFormatError(f"shard {safe_url(url)}: member {info.name} is cut short "
-                                       f"(the shard is truncated)") from None
-            if len(data) != info.size:
-                raise ShardFormatError(f"shard {safe_url(url)}: member {info.name} is cut short "
-                                       f"({len(data)} of {info.size} bytes; the shard is truncated)")
-            if match.group("key") != key and fields:
-                yield _finish(key, fields, url, with_keys)
-                fields = []
-            key = match.group("key")
-            fields.append(_decode(match.group("ext"), data, url, info.name))
-        if fields:
+            where = (f"is cut short after member {member}" if member else
+                     "is not a tar file (or is cut short before its first member)")
+            raise ShardFormatError(f"shard {safe_url(url)}: {where} ({exc})") from None
+        if info is None:
+            break
+        member = info.name
+        if not info.isfile():
+            continue
+        match = _MEMBER.match(os.path.basename(info.name))
+        if match is None:
+            raise ShardFormatError(f"shard {safe_url(url)}: member {info.name} is not named <key>.<ext>")
+        try:
+            data = tar.extractfile(info).read()
+        except (tarfile.ReadError, EOFError, OSError) as exc:
+            if isinstance(exc, UserError):
+                raise
+            raise ShardFormatError(f"shard {safe_url(url)}: member {info.name} is cut short "
+                                   f"(the shard is truncated)") from None
+        if len(data) != info.size:
+            raise ShardFormatError(f"shard {safe_url(url)}: member {info.name} is cut short "
+                                   f"({len(data)} of {info.size} bytes; the shard is truncated)")
+        if match.group("key") != key and fields:
             yield _finish(key, fields, url, with_keys)
-    finally:
-        stream.close()
+            fields = []
+        key = match.group("key")
+        fields.append(_decode(match.group("ext"), data, url, info.name))
+    if fields:
+        yield _finish(key, fields, url, with_keys)
 
 
 def _finish(key, fields, url, with_keys):
@@ -281,7 +358,7 @@ class ShardDataset(IterableDataset):
             raise ValueError("ShardDataset: give either urls (shard URLs) or index (the index.json of write_shards)")
         if num_workers < 0 or shuffle_buffer < 0 or prefetch < 1:
             raise ValueError("ShardDataset: num_workers and shuffle_buffer must be >= 0 and prefetch >= 1")
-        self.counts = {}
+        self.counts, self.sha256s = {}, {}
         if index is not None:
             base = index.rsplit("/", 1)[0] if "/" in index else "."
             try:
@@ -289,11 +366,16 @@ class ShardDataset(IterableDataset):
                 shards = listing["shards"]
                 self.urls = [_relative(base, s["url"]) for s in shards]
                 self.counts = {u: int(s["samples"]) for u, s in zip(self.urls, shards)}
-            except (ValueError, KeyError, TypeError) as exc:
+                self.sha256s = {u: str(s["sha256"]) for u, s in zip(self.urls, shards) if s.get("sha256")}
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
                 raise ShardFormatError(f"shard index {safe_url(index)} is not an index of write_shards ({exc})") \
                     from None
+            if not self.urls:
+                raise ShardFormatError(f"shard index {safe_url(index)} lists no shards")
         else:
             self.urls = expand_urls(urls)
+            if not self.urls:
+                raise ShardFormatError("ShardDataset: urls names no shards")
         if rank is None or world_size is None:
             from .. import distributed
             rank, world_size = distributed.get_rank(), distributed.get_world_size()
@@ -327,7 +409,7 @@ class ShardDataset(IterableDataset):
         """The samples of worker ``worker`` of ``num_workers`` (no shuffle buffer): for a loader with its own
         workers, e.g. ``torch.utils.data.get_worker_info()`` inside a torch ``IterableDataset``."""
         for url in self.worker_shards(worker, num_workers):
-            yield from read_shard(url, self.with_keys)
+            yield from self._read(url)
 
     def __len__(self):
         """Samples this rank reads per epoch (from the index, or ``length``)."""
@@ -382,10 +464,14 @@ class ShardDataset(IterableDataset):
         """``(url, sample)`` for each sample of ``shards`` in order, and ``(url, _End(n))`` after each shard."""
         for url in shards:
             n = 0
-            for sample in read_shard(url, self.with_keys):
+            for sample in self._read(url):
                 n += 1
                 yield url, sample
             yield url, _End(n)
+
+    def _read(self, url):
+        """The samples of the shard ``url``, checked against the index (sample count, sha256) when there is one."""
+        return read_shard(url, self.with_keys, self.counts.get(url), self.sha256s.get(url))
 
     def _threaded(self, shards):
         """:meth:`_tagged` read ahead by a thread into a bounded queue; the thread's errors are raised here."""

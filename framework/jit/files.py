@@ -17,7 +17,8 @@ The directory holds:
 
 ``load`` refuses, with one line naming the file and what is wrong: JSON that
 does not parse or does not have this layout, an op that is not one of the
-framework's, a slot read before it is written, a weights file whose sha256 is
+framework's, an attribute its op does not declare or of the wrong kind, range
+or size (:mod:`framework.jit.attributes`), a slot read before it is written, a weights file whose sha256 is
 not the one recorded (it was changed after saving) or whose arrays miss, or
 differ in shape or dtype from, the ones listed.
 """
@@ -32,6 +33,7 @@ from ..fetch import sha256_of
 from ..serialization import SerializationError, atomic_write, load as load_arrays, save as save_arrays
 from ..tensor import Function
 from ..tree import TreeFormatError, tree_from_json, tree_to_json
+from .attributes import MAX_RANK, MAX_SIZE, check_attributes
 from .program import InputSpec, Node, Program
 from .template import TemplateError, from_json, numeric_dtype, ref_slots, to_json
 
@@ -167,13 +169,15 @@ def _read_inputs(graph, graph_path):
     for index, entry in enumerate(_field(graph, "inputs", list, "the program", graph_path)):
         name = _field(entry, "name", str, f"input {index}", graph_path)
         shape = _field(entry, "shape", list, f"input {name!r}", graph_path)
-        if not all(isinstance(n, str) or (isinstance(n, int) and not isinstance(n, bool) and n >= 0) for n in shape):
-            _fail(graph_path, f"input {name!r}: a shape holds sizes (int >= 0) or symbol names, got {shape}")
+        if len(shape) > MAX_RANK or not all(isinstance(n, str) or (isinstance(n, int) and not isinstance(n, bool)
+                                                                   and 0 <= n <= MAX_SIZE) for n in shape):
+            _fail(graph_path, f"input {name!r}: a shape holds up to {MAX_RANK} sizes (int in [0, {MAX_SIZE}]) or "
+                              f"symbol names, got {shape}")
         specs.append(InputSpec(name, _dtype(entry.get("dtype"), f"input {name!r}", graph_path), tuple(shape)))
     return specs
 
 
-def _read_nodes(graph, graph_path, num_slots, written):
+def _read_nodes(graph, graph_path, num_slots, written, symbols):
     ops = _framework_ops()
     nodes = []
     for index, entry in enumerate(_field(graph, "nodes", list, "the program", graph_path)):
@@ -184,10 +188,11 @@ def _read_nodes(graph, graph_path, num_slots, written):
         outputs = _field(entry, "outputs", list, f"op {index}", graph_path)
         try:
             attrs = from_json(entry.get("attrs"), num_slots)
-        except TemplateError as err:
+            if not isinstance(attrs, dict):
+                raise TemplateError("attributes must be an object")
+            check_attributes(name, attrs, symbols)
+        except (TemplateError, RecursionError) as err:     # RecursionError: attributes nested without end
             _fail(graph_path, f"op {index} ({name}): {err}")
-        if not isinstance(attrs, dict):
-            _fail(graph_path, f"op {index} ({name}): attributes must be an object")
         reads = list(inputs) + list(ref_slots(attrs))
         unread = [s for s in reads if not isinstance(s, int) or s not in written]
         if unread or not outputs or not all(isinstance(s, int) and 0 <= s < num_slots and s not in written
@@ -235,7 +240,8 @@ def load(path, device="cpu"):
     inputs = _read_inputs(graph, graph_path)
     values, names = _read_values(path, graph_path, graph, num_slots)
     written = set(range(len(inputs))) | set(values)
-    nodes = _read_nodes(graph, graph_path, num_slots, written)
+    symbols = {n for spec in inputs for n in spec.shape if isinstance(n, str)}
+    nodes = _read_nodes(graph, graph_path, num_slots, written, symbols)
     outputs = _read_outputs(graph, written, graph_path)
     program = Program(inputs, nodes, values, outputs, num_slots, value_names=names,
                       slot_specs=_read_slot_specs(graph, graph_path, num_slots))

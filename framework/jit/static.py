@@ -18,8 +18,9 @@ other inputs refer to them).
 **On disk.** With ``cache_dir``, a program traced for a signature is also kept
 there (:mod:`framework.jit.cache`: keyed by the weights' sha256, the signature,
 the passes and oar's version) and the next process loads it instead of
-tracing; a cached program that does not load back is traced again with a
-warning. Outputs are Tensors (without gradient) in
+tracing; a cached program that does not load back, was traced for other
+inputs than its signature, or fails its first replay is dropped and traced
+again with one warning. Outputs are Tensors (without gradient) in
 the layer's output structure; any other attribute is the wrapped layer's.
 
 A program holds the weights it was traced with (folded batch norms are copies):
@@ -29,15 +30,36 @@ and after changing weights some other way call :meth:`StaticLayer.retrace`.
 import functools
 
 from .. import backend
+from ..errors import UserError
 from ..nn.layer import Layer
 from ..tensor import Tensor
-from .cache import entry_path, load_entry, state_digest, store_entry
+from .cache import drop_entry, entry_path, load_entry, state_digest, store_entry
 from ..tree import tree_map
 from .trace import DEFAULT_PASSES, TraceError, input_leaves, input_names, is_array, positional_names, trace
 
 __all__ = ["to_static", "StaticLayer", "EXAMPLE_ROWS"]
 
 EXAMPLE_ROWS = 2        # rows of the caller's batch a new signature is traced on
+
+# What a replay of a garbled program raises (an op's forward on attributes that passed their checks but do not fit
+# the arrays, a size beyond memory); a traced program raising them on the same call fails the same way again.
+_REPLAY_ERRORS = (ArithmeticError, LookupError, TypeError, ValueError, AttributeError, MemoryError)
+
+
+def signature_of(specs):
+    """The call signature (a ``StaticLayer`` program key) that a program with the input specs ``specs`` serves:
+    the list inputs and their lengths, then each input's name, dtype and fixed sizes (None for a dynamic axis)."""
+    groups = {}
+    for spec in specs:
+        name, dot, index = spec.name.rpartition(".")
+        if dot and index.isdigit():
+            groups[name] = max(groups.get(name, 0), int(index) + 1)
+        else:
+            groups[spec.name] = None
+    key = [tuple(sorted(groups.items()))]
+    key += [(spec.name, spec.dtype.str, tuple(None if isinstance(n, str) else n for n in spec.shape))
+            for spec in specs]
+    return tuple(key)
 
 
 def _to_tensors(tree):
@@ -59,7 +81,7 @@ class StaticLayer:
     def __init__(self, layer, dynamic_axes=None, passes=DEFAULT_PASSES, forward=None, cache_dir=None):
         self.__dict__.update(layer=layer, dynamic_axes=dynamic_axes, passes=tuple(passes),
                              _forward=forward or layer, _parameters=positional_names(forward or layer.forward),
-                             cache_dir=cache_dir, programs={}, fallbacks={}, _weights_digest=None)
+                             cache_dir=cache_dir, programs={}, fallbacks={}, unproven={}, _weights_digest=None)
 
     def _signature(self, args, kwargs):
         """The cache key of a call and its named inputs and input arrays (``name`` or ``name.i`` for a list
@@ -97,19 +119,37 @@ class StaticLayer:
                 self.fallbacks[key] = str(err)
                 return self._forward(*args, **kwargs)
             self.programs[key] = program
+        if key in self.unproven:
+            return _to_tensors(self._first_replay(key, named, leaves))
         return _to_tensors(program(**dict(leaves)))
 
-    def _program(self, key, named, leaves):
-        """The program of signature ``key``: from ``cache_dir`` when it holds it, else traced on a small
-        example cut from the call's inputs (and stored there)."""
+    def _first_replay(self, key, named, leaves):
+        """The outputs of the first call of the cached program of ``key``: a replay that fails (a garbled entry
+        its checks let through) drops the entry, traces the program again and replays that."""
+        try:
+            return self.programs[key](**dict(leaves))
+        except _REPLAY_ERRORS as err:
+            if isinstance(err, UserError):      # about the call or a setting, not the program: the same traced
+                raise
+            drop_entry(self.unproven.pop(key), f"failed its first replay ({type(err).__name__}: {err})")
+            self.programs[key] = self._program(key, named, leaves, cached=False)
+            return self.programs[key](**dict(leaves))
+        finally:
+            self.unproven.pop(key, None)
+
+    def _program(self, key, named, leaves, cached=True):
+        """The program of signature ``key``: from ``cache_dir`` when it holds it (and ``cached``), else traced on
+        a small example cut from the call's inputs (and stored there)."""
         path = None
         if self.cache_dir is not None:
             if self._weights_digest is None:
                 self.__dict__["_weights_digest"] = state_digest(self.layer)
             path = entry_path(self.cache_dir, self._weights_digest, key, self.passes)
             arrays = [value.data if isinstance(value, Tensor) else value for _, value in leaves]
-            program = load_entry(path, backend.device_of(arrays[0]) if arrays else "cpu")
+            program = load_entry(path, backend.device_of(arrays[0]) if arrays else "cpu",
+                                 fits=lambda loaded: signature_of(loaded.inputs) == key) if cached else None
             if program is not None:
+                self.unproven[key] = path
                 return program
         batch = {self._axes_of(name).get(0) for name, _ in leaves} - {None}
         example = {name: self._cut(name, value, batch) for name, value, _ in named}
@@ -138,23 +178,13 @@ class StaticLayer:
         instead of tracing: its inputs (:class:`~framework.jit.InputSpec` list ``inputs``, default
         ``program.inputs``) are this layer's (``name``, or ``name.i`` for a list input). Any callable taking
         the inputs by name and returning arrays serves (an ONNX Runtime session, ``framework.onnx.OnnxProgram``)."""
-        specs = program.inputs if inputs is None else inputs
-        groups = {}
-        for spec in specs:
-            name, dot, index = spec.name.rpartition(".")
-            if dot and index.isdigit():
-                groups[name] = max(groups.get(name, 0), int(index) + 1)
-            else:
-                groups[spec.name] = None
-        key = [tuple(sorted(groups.items()))]
-        key += [(spec.name, spec.dtype.str, tuple(None if isinstance(n, str) else n for n in spec.shape))
-                for spec in specs]
-        self.programs[tuple(key)] = program
+        self.programs[signature_of(program.inputs if inputs is None else inputs)] = program
 
     def retrace(self):
         """Forget every traced program (the next calls trace again, e.g. after the weights changed)."""
         self.programs.clear()
         self.fallbacks.clear()
+        self.unproven.clear()
         self.__dict__["_weights_digest"] = None
 
     # ---- the wrapped layer --------------------------------------------------------------------------------

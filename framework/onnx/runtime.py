@@ -18,6 +18,7 @@ from .. import backend
 from ..checked import read_json
 from ..errors import InputError
 from ..tensor import Tensor
+from ..threadpool import requested_threads
 from ..jit.program import build_outputs
 from ..tree import TreeFormatError, tree_from_json, tree_leaves, tree_leaves_with_path, tree_map, tree_to_json
 from .errors import OnnxModelError, reading_model, require
@@ -77,10 +78,10 @@ def _checked_meta(meta, where):
 
 
 def _threads():
-    """ONNX Runtime's intra-op threads: ``OAR_NUM_THREADS``, else ``OMP_NUM_THREADS``, else 0 (its own choice,
-    one per physical core), so a one-thread benchmark or server runs ONNX Runtime on one thread as it does BLAS."""
-    value = os.environ.get("OAR_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS") or "0"
-    return int(value) if value.isdigit() else 0
+    """ONNX Runtime's intra-op threads: ``OAR_NUM_THREADS``, else ``OMP_NUM_THREADS`` (checked, and clamped to the
+    cores with one warning: a larger pool only waits on itself), else 0 (its own choice, one per physical core), so a
+    one-thread benchmark or server runs ONNX Runtime on one thread as it does BLAS."""
+    return requested_threads(("OAR_NUM_THREADS", "OMP_NUM_THREADS")) or 0
 
 
 class OnnxProgram:

@@ -99,7 +99,7 @@ def test_oar_run_engine_ray_matches_predict_in_order(cluster, expected, tmp_path
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     assert summary["replicas"] == 2 and summary["format"] == "jsonl"
-    assert len([name for name in os.listdir(out) if name.endswith(".json")]) >= 2    # several shards
+    assert len([name for name in os.listdir(out) if name.endswith(".jsonl")]) >= 2    # several shards
     check_rows(rows_of(str(out)), lines, results, "corpus.txt")
 
 
@@ -136,7 +136,7 @@ KILLED_RUN = textwrap.dedent("""
     ray.init(address=address, logging_level="ERROR", log_to_driver=False)
     ds = read_lines(source, block_lines=25, num_cpus=0).map_batches(
         KilledOnce, fn_constructor_kwargs={"name_or_dir": "lac_pku", "batch_size": 16}, batch_size=None,
-        compute=ray.data.ActorPoolStrategy(size=2), num_cpus=1, max_restarts=-1, max_task_retries=-1)
+        compute=ray.data.ActorPoolStrategy(size=2), num_cpus=1)
     rows = [{k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in row.items()} for row in ds.take_all()]
     print(json.dumps(rows, ensure_ascii=False))
 """)
@@ -154,7 +154,7 @@ def test_predictor_in_map_batches_survives_a_killed_actor(cluster, expected, tmp
     rows = sorted(json.loads(proc.stdout.strip().splitlines()[-1]), key=lambda row: row["position"])
     assert [row["position"] for row in rows] == list(range(len(lines)))       # nothing lost, nothing twice
     for row, line, result in zip(rows, lines, results):
-        assert row["text"] == line
+        assert row["input"] == line
         for field, value in result.items():
             assert row[field] == value
         if not result:

@@ -36,6 +36,7 @@ import tempfile
 
 import numpy
 
+from framework.settings import env_counts, env_list, env_text
 from framework.timing import best_times
 
 from .torch_twins import blas_info, match_blas_threads, torch_lac, torch_or_none
@@ -172,7 +173,7 @@ def _runtimes():
     known = {"static": {}, "eager": {"static": False}, "onnxruntime": {"runtime": "onnxruntime"}}
     if not (importlib.util.find_spec("onnxruntime") and importlib.util.find_spec("onnx")):
         known.pop("onnxruntime")
-    chosen = [m.strip() for m in os.environ.get(RUNTIMES_ENV, "").split(",") if m.strip()] or list(known)
+    chosen = env_list(RUNTIMES_ENV) or list(known)
     unknown = [m for m in chosen if m not in known]
     if unknown:
         raise SystemExit(f"{RUNTIMES_ENV}: unknown or unavailable runtime {unknown[0]!r}; choose from "
@@ -190,7 +191,7 @@ def bench_inference(path=None, repeat=3, models=("lac", "lac_pku"), limit=DEFAUL
     from framework.kernels import cpu
     runtimes = _runtimes()
     with tempfile.TemporaryDirectory() as folder:
-        path = path or os.environ.get(TEXTS_ENV)
+        path = path or env_text(TEXTS_ENV)
         if not path:
             path = os.path.join(folder, "sentences.txt")
             with open(path, "w", encoding="utf-8") as f:
@@ -226,8 +227,7 @@ def bench_inference(path=None, repeat=3, models=("lac", "lac_pku"), limit=DEFAUL
 
 
 def _thread_counts():
-    value = os.environ.get(THREADS_ENV, "").strip()
-    return [int(v) for v in value.split(",") if v.strip()] if value else [1, 2]
+    return env_counts(THREADS_ENV, [1, 2])
 
 
 def _inference_by_threads(quick):

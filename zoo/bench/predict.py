@@ -36,6 +36,7 @@ import subprocess
 import sys
 import time
 
+from framework.settings import env_counts, env_list
 from framework.timing import peak_rss_mb
 
 __all__ = ["run_all", "measure_in_this_process"]
@@ -137,7 +138,7 @@ def run_all(quick=False, models=None):
     from zoo.catalog import cards
     from zoo.usage import UsageError
     names = [name for name, entry in cards().items() if entry.task in CORPORA]
-    only = [n.strip() for n in os.environ.get(ONLY_ENV, "").split(",") if n.strip()]
+    only = env_list(ONLY_ENV)
     if models:
         for model in models:
             task = zoo.resolve(model).task
@@ -148,8 +149,9 @@ def run_all(quick=False, models=None):
     elif quick or only:
         names = [n for n in names if n in (only or ("lac_pku", "senta_bow", "simnet_bow_pointwise"))]
     sizes = SIZES[:2] if quick else SIZES
-    if os.environ.get(SIZES_ENV, "").strip():
-        sizes = tuple(sorted({int(n) for n in os.environ[SIZES_ENV].split(",") if n.strip()} | {1_000}))
+    asked = env_counts(SIZES_ENV)
+    if asked:
+        sizes = tuple(sorted(set(asked) | {1_000}))
     return {name: _model_figures(name, sizes) for name in names}
 
 

@@ -32,6 +32,7 @@ import sys
 
 import numpy
 
+from framework.settings import env_list
 from framework.timing import best_time
 
 from . import lac, senta, video_feature_models, video_models
@@ -221,7 +222,7 @@ ONLY_ENV = "OAR_BENCH_TRAIN_ONLY"     # comma list of families for ``oar bench t
 def run_all(quick=False, only=None):
     """Every family (``only``, else ``$OAR_BENCH_TRAIN_ONLY``, else all) at 1 and 2 threads, each count in its own
     process; see the module docstring."""
-    only = only or [name.strip() for name in os.environ.get(ONLY_ENV, "").split(",") if name.strip()] or None
+    only = only or env_list(ONLY_ENV) or None
     unknown = [name for name in only or () if name not in FAMILIES]
     if unknown:
         raise SystemExit(f"{ONLY_ENV}: unknown family {unknown[0]!r}; known: {', '.join(FAMILIES)}")

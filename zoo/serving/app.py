@@ -37,6 +37,7 @@ from starlette.routing import Route
 
 from framework.errors import InputError, UserError
 from framework.fetch import oar_home
+from framework.redact import RedactingFilter
 
 from ..catalog import ROOT
 from .batcher import QueueFull
@@ -248,6 +249,7 @@ def _log_to_stderr():
     if not log.handlers:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("oar serve: %(message)s"))
+        handler.addFilter(RedactingFilter())         # no credential a message quotes reaches the log
         log.addHandler(handler)
         log.setLevel(logging.INFO)
 

@@ -8,7 +8,8 @@
 - ``oar_serving_client_disconnects_total{model}``: requests whose client went away before its body was read.
 
 A request for a model the server does not serve counts under ``model="unknown"``
-(a client cannot create label values). With ``--workers N`` every process writes
+(a client cannot create label values); a label is shown through
+``framework.redact.redact``. With ``--workers N`` every process writes
 its values to the folder named by ``PROMETHEUS_MULTIPROC_DIR`` and ``/metrics``
 adds them up (prometheus-client's multiprocess mode; the depth is the sum over
 the live processes).
@@ -17,6 +18,8 @@ import os
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client import multiprocess
+
+from framework.redact import redact
 
 __all__ = ["ServingMetrics", "UNKNOWN_MODEL", "CONTENT_TYPE_LATEST"]
 
@@ -44,7 +47,9 @@ class ServingMetrics:
                                  multiprocess_mode="livesum", registry=self.registry)
 
     def answered(self, model, code, seconds):
-        """Count one answered request of ``model`` with HTTP status ``code`` that took ``seconds``."""
+        """Count one answered request of ``model`` with HTTP status ``code`` that took ``seconds`` (the label
+        shown through ``framework.redact.redact``, as every label)."""
+        model = redact(model)
         self.requests.labels(model, str(code)).inc()
         if code >= 400:
             self.errors.labels(model, str(code)).inc()

@@ -15,6 +15,7 @@ import re
 import tempfile
 
 from framework.errors import UserError
+from framework.redact import redact
 
 from ..api import load
 from ..card import CardError
@@ -81,12 +82,13 @@ class ServedModel:
             with tempfile.TemporaryDirectory() as folder:
                 task.predict(task_spec(self.task).example_inputs(folder))
         except Exception as err:                # noqa: BLE001 - one model's failure leaves the others serving
-            self.state, self.reason = "failed", str(err) if isinstance(err, UserError) else repr(err)
+            self.state, self.reason = "failed", redact(str(err) if isinstance(err, UserError) else repr(err))
             log.error("model %s failed to load: %s", self.name, self.reason, exc_info=not isinstance(err, UserError))
             return
+        label = redact(self.name)
         self.batcher = Batcher(task.predict, self.options.max_batch_size, self.options.max_delay_ms / 1000,
-                               self.options.max_queue, on_batch=self.metrics.batch_size.labels(self.name).observe,
-                               on_depth=self.metrics.queue_depth.labels(self.name).set, name=self.name)
+                               self.options.max_queue, on_batch=self.metrics.batch_size.labels(label).observe,
+                               on_depth=self.metrics.queue_depth.labels(label).set, name=self.name)
         self.batcher.start()
         self.state = "ready"
         log.info("model %s ready", self.name)

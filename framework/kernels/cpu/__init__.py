@@ -15,8 +15,9 @@ Public: :func:`enabled` (whether ops use the compiled kernels now),
 does), :data:`KERNELS_ENV`.
 """
 import importlib.util
-import os
 import warnings
+
+from ...settings import env_choice
 
 __all__ = ["enabled", "warmup", "KERNELS_ENV"]
 
@@ -39,13 +40,10 @@ def _numba_available():
 def enabled():
     """True when the ops run the compiled CPU kernels: ``OAR_KERNELS`` is unset or 'numba' and Numba is installed.
 
-    ``OAR_KERNELS=numpy`` selects the NumPy kernels (the reference). Any other value is an error
-    naming the choices.
+    ``OAR_KERNELS=numpy`` selects the NumPy kernels (the reference). Any other value is a
+    :class:`~framework.settings.SettingError` naming the choices.
     """
-    choice = os.environ.get(KERNELS_ENV, "").strip().lower() or "numba"
-    if choice not in _CHOICES:
-        raise ValueError(f"{KERNELS_ENV} must be one of {', '.join(_CHOICES)}, got {choice!r}")
-    return choice == "numba" and _numba_available()
+    return env_choice(KERNELS_ENV, _CHOICES, "numba") == "numba" and _numba_available()
 
 
 def warmup(progress=None):

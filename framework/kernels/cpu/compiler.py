@@ -2,9 +2,13 @@
 
 Importing this module imports Numba (0.2-0.5 s), so only the kernel modules
 import it, on first use. Before the import it sets ``NUMBA_CACHE_DIR`` to
-``$OAR_HOME/numba/<blas>`` when that folder can be written (else the kernels
-compile in memory, with one warning: Numba's own ``cache=True`` fails where no
-cache folder is writable) and the ``workqueue`` threading layer (the ``omp``
+``$OAR_HOME/numba/<blas>`` when that folder can be written and is private:
+made owner-only (``0o700``), and it, the ``numba`` folder and every file in
+them this user's and writable by no one else (:mod:`framework.private`), since
+Numba's cache is pickles and reading one runs what it names. Else the kernels
+compile in memory, with one warning (Numba's own ``cache=True`` also fails where
+no cache folder is writable). A damaged entry is compiled again
+(:mod:`.numba_cache`) and the ``workqueue`` threading layer (the ``omp``
 one spin-waits on a busy machine; no kernel uses ``prange`` today).
 
 Compile options (:func:`kernel`): ``nogil`` (a kernel can run beside another
@@ -33,6 +37,7 @@ import warnings
 import numpy
 
 from ...fetch import oar_home
+from ...private import private_folder
 
 __all__ = ["kernel", "CACHE_DIR", "BLAS", "gemm", "tanh", "sigmoid", "FASTMATH_SAFE", "one_blas_thread"]
 
@@ -84,28 +89,32 @@ def one_blas_thread(fn):
         _SET_LOCAL(previous)
 
 
-def _writable(folder):
-    """Whether files can be created in ``folder`` (made when missing)."""
-    try:
-        os.makedirs(folder, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".probe-"):
-            pass
-        return True
-    except OSError:
-        return False
+def _usable(folder):
+    """Why the kernel cache cannot live in ``folder`` (made owner-only, with the folder above it, when missing),
+    or None when Numba may read and write it: see :func:`framework.private.private_folder`."""
+    problem = private_folder(folder, levels=2)
+    if problem is None:
+        try:
+            with tempfile.NamedTemporaryFile(dir=folder, prefix=".probe-"):
+                pass
+        except OSError as err:
+            problem = f"{folder} cannot be written ({err.strerror or err})"
+    return problem
 
 
 BLAS = _find_blas()
 _SET_LOCAL = None if BLAS is None else _local_threads_setter(BLAS[0])
 _blas_tag = "noblas" if BLAS is None else hashlib.sha256(os.path.basename(BLAS[0]).encode()).hexdigest()[:12]
 CACHE_DIR = os.path.join(oar_home(), "numba", _blas_tag)
+_PROBLEM = None if "numba" in sys.modules else _usable(CACHE_DIR)
 if "numba" in sys.modules:  # imported before us: our folder cannot apply any more; use what it has
     CACHE_DIR = os.environ.get("NUMBA_CACHE_DIR") or None
-elif _writable(CACHE_DIR):
+elif _PROBLEM is None:
     os.environ["NUMBA_CACHE_DIR"] = CACHE_DIR
 else:
-    warnings.warn(f"oar: cannot write the kernel cache folder {CACHE_DIR}; compiling the CPU kernels in memory "
-                  f"for this process (set OAR_HOME to a writable folder to keep them)", RuntimeWarning, stacklevel=2)
+    warnings.warn(f"cannot write the kernel cache folder {CACHE_DIR} safely: {_PROBLEM}; compiling the CPU kernels "
+                  f"in memory for this process (a cache folder must be this user's and writable by no one else)",
+                  RuntimeWarning, stacklevel=2)
     CACHE_DIR = None
 os.environ.setdefault("NUMBA_THREADING_LAYER", "workqueue")
 
@@ -114,6 +123,10 @@ import llvmlite.binding as llvm  # noqa: E402
 from numba import types  # noqa: E402
 from numba.core import event  # noqa: E402
 from numba.extending import overload, register_jitable  # noqa: E402
+
+from . import numba_cache  # noqa: E402  (imports Numba)
+
+numba_cache.install()
 
 
 class _CompileNotice(event.Listener):
