@@ -1,26 +1,27 @@
 """zoo.reproduce.video, the orchestration of `oar reproduce video`: the cards name it, the RESULTS.md text it
 writes, the card updates it returns, and the shared runner's checkpoint choice it relies on."""
+import importlib
 import json
 
 import numpy
 import pytest
 
 from zoo.catalog import cards
-from zoo.reproduce import logged_train_minutes, train_checkpoint
+from zoo.reproduce import PROCEDURES, logged_train_minutes, train_checkpoint
 from zoo.reproduce.options import ReproduceOptions
 from zoo.reproduce.video import (BACKBONE_WEIGHTS, FEATURE_MODELS, FRAME_MODELS, backbone_table, bound_text,
                                  card_updates, reproduce_video, results_table)
 
 
 def test_every_video_card_names_the_video_procedure():
-    video = {name: entry for name, entry in cards().items() if entry["task"] == "video" and not entry.get("compressed_from")}
+    video = {name: entry for name, entry in cards().items() if entry.task == "video" and not entry.compressed_from}
     assert sorted(video) == sorted(f"{m}_synth" for m in FRAME_MODELS + FEATURE_MODELS)
     for entry in video.values():
-        assert entry["reproduce"]["function"] == "zoo.reproduce.video:reproduce_video"
-        assert entry["config"] == f"configs/video/{entry['name']}.yaml"
-        assert entry["weights"]["path"] == f"zoo/weights/{entry['name']}.npz"
-    module, _, function = video["tsm_synth"]["reproduce"]["function"].partition(":")
-    assert getattr(__import__(module, fromlist=[function]), function) is reproduce_video
+        assert entry.reproduce.procedure == "video"
+        assert entry.config == f"configs/video/{entry.name}.yaml"
+        assert entry.weights.path == f"zoo/weights/{entry.name}.npz"
+    module, function = PROCEDURES[video["tsm_synth"].reproduce.procedure]
+    assert getattr(importlib.import_module(module, "zoo.reproduce"), function) is reproduce_video
 
 
 def test_results_table_and_bound_text():
@@ -67,13 +68,13 @@ def test_a_finished_run_gives_its_best_or_last_checkpoint_and_its_logged_minutes
     (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     assert logged_train_minutes(str(tmp_path)) == pytest.approx(180 / 60)
     options = ReproduceOptions("tsm_synth", output_root=str(tmp_path / "unused"), quiet=True)
-    best, summary, minutes = train_checkpoint({}, {"name": "tsm_synth"}, options, from_run=str(tmp_path))
+    best, summary, minutes = train_checkpoint({}, "tsm_synth", options, from_run=str(tmp_path))
     assert best == str(tmp_path / chosen) and summary is None and minutes == pytest.approx(3.0)
 
 
 def test_a_folder_of_weights_without_a_training_log_has_no_minutes(tmp_path):
     (tmp_path / "best.npz").write_bytes(b"")
     options = ReproduceOptions("tsm_synth", output_root=str(tmp_path / "unused"), quiet=True)
-    best, _, minutes = train_checkpoint({}, {"name": "tsm_synth"}, options, from_run=str(tmp_path))
+    best, _, minutes = train_checkpoint({}, "tsm_synth", options, from_run=str(tmp_path))
     assert best == str(tmp_path / "best.npz") and minutes is None and logged_train_minutes(str(tmp_path)) is None
     assert backbone_table({"shape_acc": 0.9, "train_minutes": None}).endswith("– min.")
