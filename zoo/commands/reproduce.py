@@ -16,4 +16,4 @@ def run(args):
     set_device(options.device)
     from ..reproduce import reproduce
     for entry in reproduce(options.target, options):
-        print(json.dumps({"name": entry["name"], "metrics": entry.get("metrics")}, ensure_ascii=False))
+        print(json.dumps({"name": entry.name, "metrics": entry.to_mapping().get("metrics")}, ensure_ascii=False))
