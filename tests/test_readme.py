@@ -167,7 +167,7 @@ def readme_steps(text=None):
 
 PATH_LIKE = re.compile(r"^[\w.+-]+(/[\w.+<>-]+)+/?$|^[\w-]+\.(ya?ml|tsv|txt|mp4|png|jpg|npz|py|sh|json)$")
 CREATES = ("--out", "--output")                     # any command: the value is made
-RUN_CREATES = ("--output_dir",)                     # a training: the value is made; inference reads it
+RUN_CREATES = ("--output_dir",)                     # a training or oar compress: the value is made; inference reads it
 TRAINING = (("oar", "train"), ("tools/train.py",), ("tools/finetune.py",))
 
 
@@ -192,6 +192,7 @@ def files_of(step):
     read, made = [], []
     for words in _commands(shell_words(step.text)):
         training = _is_training(words)
+        makes_run = training or words[:2] == ["oar", "compress"]           # both write a run directory
         skip_next = False
         for i, word in enumerate(words):
             if skip_next:
@@ -199,7 +200,7 @@ def files_of(step):
                 continue
             flag = words[i - 1] if i else ""
             value = word.split("=", 1)[1] if "=" in word and not word.startswith("-") else word
-            if word in CREATES or (training and word in RUN_CREATES):
+            if word in CREATES or (makes_run and word in RUN_CREATES):
                 if i + 1 < len(words):
                     made.append(words[i + 1].rstrip("/"))
                 skip_next = True
