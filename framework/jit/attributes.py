@@ -177,6 +177,7 @@ ATTRIBUTES = {
     f"{_F}common.SequenceMask": {"maxlen": optional(integer(0, sized=True)), "dtype": dtype()},
     f"{_F}conv.ConvNd": {"kernel": SIZES, "stride": STEPS, "padding": PAIRS, "dilation": STEPS, "out": SIZES,
                          "groups": COUNT},
+    f"{_F}boxes.SmoothL1": {"beta": number(0), "reduction": REDUCTION},
     f"{_F}crf.LinearChainCRF": {"labels": array(), "lengths": optional(array())},
     f"{_F}crf.ViterbiDecode": {"lengths": optional(array()), "include_bos_eos_tag": boolean(),
                                "allowed": absent(optional(array()))},

@@ -10,6 +10,7 @@ from ..ops.loss import *  # noqa: F401,F403
 from ..ops.rnn import *  # noqa: F401,F403
 from ..ops.crf import *  # noqa: F401,F403
 from ..ops.temporal import *  # noqa: F401,F403
+from ..ops.boxes import *  # noqa: F401,F403
 from ..ops.linalg import linear  # noqa: F401
 
 __all__ = ["linear"] + [name for module in NN_MODULES for name in module.__all__]
