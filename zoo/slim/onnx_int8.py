@@ -29,7 +29,7 @@ import numpy
 from framework.onnx.errors import reading_model
 from framework.onnx.runtime import sidecar_path
 
-__all__ = ["quantize_onnx", "int8_pads", "METHODS"]
+__all__ = ["quantize_onnx", "int8_pads", "padded_feeds", "METHODS"]
 
 METHODS = {"abs_max": "MinMax", "kl": "Entropy", "percentile": "Percentile"}
 
@@ -48,6 +48,18 @@ def _reader(feeds):
     return Feeds()
 
 
+def padded_feeds(feeds):
+    """``feeds`` (list of ``{input name: array}``) with each input zero-padded at the end of every axis to the
+    largest shape it has in any feed: ONNX Runtime's calibrator stacks a tensor's values over all feeds, so
+    sentences of different lengths need one padded length (the lengths inputs keep the true ones)."""
+    largest = {}
+    for feed in feeds:
+        for name, array in feed.items():
+            largest[name] = numpy.maximum(largest.get(name, array.shape), array.shape)
+    return [{name: numpy.pad(array, [(0, int(big) - size) for big, size in zip(largest[name], array.shape)])
+             for name, array in feed.items()} for feed in feeds]
+
+
 def quantize_onnx(float_path, int8_path, mode, feeds=(), method="kl"):
     """Write the int8 model of ``float_path`` (an oar export, its ``.json`` beside it) to ``int8_path``:
     ``mode`` ``static`` with the calibration ``feeds`` (list of ``{input name: array}``) and ``method``,
@@ -64,7 +76,8 @@ def _quantize(q, float_path, int8_path, mode, feeds, method):
     if mode == "dynamic":
         q.quantize_dynamic(float_path, int8_path, per_channel=True, weight_type=q.QuantType.QInt8)
     else:
-        q.quantize_static(float_path, int8_path, _reader(list(feeds)), quant_format=q.QuantFormat.QDQ, per_channel=True,
+        q.quantize_static(float_path, int8_path, _reader(padded_feeds(list(feeds))), quant_format=q.QuantFormat.QDQ,
+                          per_channel=True,
                           activation_type=q.QuantType.QUInt8, weight_type=q.QuantType.QInt8,
                           calibrate_method=getattr(q.CalibrationMethod, METHODS[method]))
         import onnx

@@ -114,10 +114,10 @@ def compress(config, model, output_dir, overrides=(), weights=None, from_scratch
     recipe, notes = STRATEGY_FUNCTIONS[strategy](source, settings, output_dir, device, progress)
     recipe["config"] = os.path.relpath(config) if not os.path.isabs(config) else config
     recipe = portable(recipe, output_dir)
-    path = os.path.join(output_dir, "weights.npz")
+    onnx = _onnx_files(source, settings["quant"], output_dir) if strategy == "quant" else None
+    path = os.path.join(output_dir, "weights.npz")                  # the run's files last: a failure leaves no model
     sha = save_compressed(path, source.model, recipe, half=strategy != "quant")
     save_run(source.cfg, source.task, output_dir)
-    onnx = _onnx_files(source, settings["quant"], output_dir) if strategy == "quant" else None
     after = {**_measure(source, split, onnx and os.path.join(output_dir, onnx["int8_path"])),
              "file_bytes": os.path.getsize(path),
              "sha256": sha, **({"onnx": onnx} if onnx else {})}
