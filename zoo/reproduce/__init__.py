@@ -12,7 +12,7 @@ optionally ``"results_text"``, the block to write, ``"results_name"``, the
 block's name when it is not the card's, and ``"models"``, ``{name: {"metrics",
 "weights"}}`` of other cards the same run measured: those cards are updated too
 and not run again in the same ``reproduce``); it can reuse
-:func:`train_and_measure` (or its steps :func:`card_config` and
+:func:`train_and_measure` (or its steps :func:`recipe_config` and
 :func:`train_checkpoint`) and :func:`destination`. ``oar reproduce senta``
 runs the sentiment cards (one procedure trains the whole Senta family),
 ``oar reproduce simnet`` the matching cards (one procedure trains all eight SimNet models),
@@ -43,7 +43,7 @@ from ..tasks import TASK_TABLE
 from ..usage import UsageError
 
 __all__ = ["groups", "RESULTS_PATH", "PROCEDURES", "reproduce", "update_results", "destination",
-           "train_and_measure", "card_config", "train_checkpoint", "logged_train_minutes", "machine_description"]
+           "train_and_measure", "recipe_config", "train_checkpoint", "logged_train_minutes", "machine_description"]
 
 
 def groups():
@@ -87,7 +87,7 @@ def update_results(name, row_text, path=RESULTS_PATH):
         f.write(text)
 
 
-def card_config(entry, options, extra_overrides=()):
+def recipe_config(entry, options, extra_overrides=()):
     """The card's config, resolved with overrides in this order: the card's ``reproduce.overrides``,
     ``extra_overrides`` (from a card's own procedure), then the command line's."""
     recipe = entry.reproduce
@@ -129,13 +129,13 @@ def train_checkpoint(cfg, name, options, from_run=None):
 def train_and_measure(entry, options, extra_overrides=(), cfg=None, from_run=None):
     """Train the card's config, evaluate the best checkpoint on the card's split and export it in float16.
 
-    The config is :func:`card_config` (``cfg`` when the procedure resolved it
+    The config is :func:`recipe_config` (``cfg`` when the procedure resolved it
     already); the checkpoint and ``from_run`` are :func:`train_checkpoint`'s.
     Returns ``{"metrics": {"split": …, name: value, …}, "weights": the card's
     :class:`~zoo.card.Weights` with the new sha256, "summary": …, "checkpoint":
     path, "train_minutes": …}`` (the trainer's summary; the training's wall time).
     """
-    cfg = cfg if cfg is not None else card_config(entry, options, extra_overrides)
+    cfg = cfg if cfg is not None else recipe_config(entry, options, extra_overrides)
     best, summary, minutes = train_checkpoint(cfg, entry.name, options, from_run)
     split = entry.reproduce.split if entry.reproduce else "test"
     metrics = runner.evaluate_config(cfg, best, split=split, device=options.device)

@@ -34,7 +34,7 @@ from nlp.lac.metrics import OFFICIAL_TAG_MAP, score_sentences
 from nlp.lac.official import official_words
 from nlp.lac.task import load_official_task
 
-from . import card_config, destination, machine_description, train_and_measure
+from . import recipe_config, destination, machine_description, train_and_measure
 
 __all__ = ["reproduce_lac_pku", "reproduce_lac", "metrics_table"]
 
@@ -73,7 +73,7 @@ def reproduce_lac_pku(entry, options):
     is saved where ``weights.lexicon`` says and given as ``lexicon_file``.
     """
     start_wall, start_cpu, load_before = time.time(), time.process_time(), os.getloadavg()[0]
-    cfg = card_config(entry, options)
+    cfg = recipe_config(entry, options)
     train = DATASETS.build(cfg["data"]["train"], where=f"{entry.config}: data.train")
     vocab = train.vocab
     if len(vocab) != cfg["model"]["vocab_size"]:

@@ -36,7 +36,7 @@ from video.tasks.evaluation import evaluate_motions, heldout_feature_metrics, or
 
 from ..card import Card, Weights
 from ..catalog import ROOT
-from . import card_config, destination, train_and_measure, train_checkpoint
+from . import recipe_config, destination, train_and_measure, train_checkpoint
 
 __all__ = ["FRAME_MODELS", "FEATURE_MODELS", "BACKBONE_WEIGHTS", "FEATURE_METRICS", "train_backbone",
            "run_frame_model", "run_feature_model", "run_feature_models", "save_confusion_png", "results_table",
@@ -83,7 +83,7 @@ def run_frame_model(name, options, overrides=(), from_runs=None):
     ``<name>_synth``; returns its row dict (with the test probabilities under ``"probs"`` and labels under
     ``"labels"`` for the confusion picture)."""
     entry = _entry(name)
-    cfg = card_config(entry, options, overrides)
+    cfg = recipe_config(entry, options, overrides)
     best, _, minutes = train_checkpoint(cfg, entry.name, options, _run_of(name, from_runs))
     row = {"model": entry.name, "split": "test", **evaluate_motions(cfg, best, device=options.device),
            "train_minutes": minutes, "checkpoint": best,
@@ -97,7 +97,7 @@ def run_feature_model(name, options, overrides=(), from_runs=None):
     and export it; returns the row dict (model, metrics rounded to 4 places, train_minutes, checkpoint,
     weights, sha256)."""
     entry = _entry(name)
-    cfg = card_config(entry, options, overrides)
+    cfg = recipe_config(entry, options, overrides)
     if not from_runs:
         runner.build_dataset(cfg, "train")          # extracts the features once, outside the timed training
     outcome = train_and_measure(entry, options, cfg=cfg, from_run=_run_of(name, from_runs))
@@ -119,7 +119,7 @@ def run_feature_models(options, overrides=(), from_runs=None):
     """
     chosen = getattr(options, "models", None) or FEATURE_MODELS
     rows = [run_feature_model(name, options, overrides, from_runs) for name in chosen]
-    data_cfg = card_config(_entry(chosen[0]), options, overrides)
+    data_cfg = recipe_config(_entry(chosen[0]), options, overrides)
     return {"rows": rows, "models": list(chosen), "orderless_bound": orderless_bound(data_cfg)}
 
 
