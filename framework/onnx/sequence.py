@@ -12,12 +12,15 @@ projection already happened), R the recurrent weight's blocks in ``zrh`` order,
 and ``sequence_lens`` the lengths: ONNX reverses a reverse run inside each
 sequence's own length, as oar does, and writes zeros past it.
 
-**LSTM.** oar's gate order ``[c~ | i | f | o]`` is permuted into ONNX's ``iofc``.
+**LSTM.** oar's gate order ``[c~ | i | f | o]`` is permuted into ONNX's ``iofc``; Paddle's peepholes
+(``[w_ic | w_fc | w_oc]`` after the gate biases) into ONNX's P (``iof``), and its activations (gate, cell,
+candidate) into ONNX's (f, h, g).
 """
 import numpy
 
 from ..ops.common import HashedNgrams
 from ..ops.rnn import DynamicGRU, DynamicLSTM, SequenceLinear
+from .errors import UnsupportedOpError
 from .graph import INT64_MAX, converts
 
 
@@ -41,14 +44,17 @@ def sequence_linear(g, node, inputs):
     return g.op("Where", [_valid(g, x, lengths), y, zero])
 
 
-def _recurrent(g, op_type, x, w, r, bias, states, lengths, reverse, **attributes):
-    """One ONNX GRU/LSTM run over batch-major ``x`` (N, T, F): the outputs (N, T, D) and last states (N, D)."""
+def _recurrent(g, op_type, x, w, r, bias, states, lengths, reverse, peepholes=None, **attributes):
+    """One ONNX GRU/LSTM run over batch-major ``x`` (N, T, F): the outputs (N, T, D) and last states (N, D);
+    ``peepholes`` (3D,) in ``iof`` order is an LSTM's P input."""
     dtype = w.dtype
     hidden = r.shape[-1]
     inputs = [g.op("Transpose", [x], perm=[1, 0, 2]), g.const(w[None], hint=f"{op_type}_W"),
               g.const(r[None], hint=f"{op_type}_R"),
               g.const(numpy.concatenate([bias, numpy.zeros_like(bias)])[None].astype(dtype), hint=f"{op_type}_B"),
               g.cast(lengths, numpy.int32)] + [g.unsqueeze(s, [0]) for s in states]
+    if peepholes is not None:
+        inputs.append(g.const(peepholes[None].astype(dtype), hint=f"{op_type}_P"))
     outputs = g.op(op_type, inputs, outputs=1 + len(states), hidden_size=int(hidden),
                    direction="reverse" if reverse else "forward", **attributes)
     sequence = g.op("Transpose", [g.squeeze(outputs[0], [1])], perm=[1, 0, 2])     # (T, 1, N, D) -> (N, T, D)
@@ -80,22 +86,42 @@ def dynamic_gru(g, node, inputs):
     return (hidden, *lasts)
 
 
+def _lstm_activations(node):
+    """The ONNX ``activations`` attribute (f, g, h) of a DynamicLSTM node, or {} for the defaults."""
+    gate, cell, candidate = node.attrs.get("activations", ("sigmoid", "tanh", "tanh"))
+    if (gate, cell, candidate) == ("sigmoid", "tanh", "tanh"):
+        return {}
+    if "identity" in (gate, cell, candidate):
+        raise UnsupportedOpError("an LSTM with an identity activation is not exported (ONNX Runtime's LSTM "
+                                 "has none)")
+    names = {"sigmoid": "Sigmoid", "tanh": "Tanh", "relu": "Relu"}
+    return {"activations": [names[gate], names[candidate], names[cell]]}
+
+
 @converts(DynamicLSTM)
 def dynamic_lstm(g, node, inputs):
     """S runs: hidden (N, T, S*D) side by side, zero past the lengths, then each run's last hidden state, then
-    each run's last cell state."""
+    each run's last cell state. Peepholes (the last 3D values of Paddle's (1, 7D) bias, ``[w_ic | w_fc |
+    w_oc]``) become ONNX's P in ``iof`` order; the output gate peeks at the new cell in both."""
     reverses = node.attrs["reverses"]
     runs = len(reverses)
     xs, weights, biases, h0s, c0s = (inputs[i * runs:(i + 1) * runs] for i in range(5))
     lengths = g.ref(node.attrs["lengths"])
+    activations = _lstm_activations(node)
     sequences, last_h, last_c = [], [], []
     for x, weight, bias, h0, c0, reverse in zip(xs, weights, biases, h0s, c0s, reverses):
         recurrent = g.constant(weight, "LSTM recurrent weight")
         d = recurrent.shape[0]
         order = numpy.concatenate([numpy.arange(d) + k * d for k in (1, 3, 2, 0)])    # [c~ i f o] -> i o f c
         w = numpy.eye(4 * d, dtype=recurrent.dtype)[order]
-        b = g.constant(bias, "LSTM bias").reshape(-1)[order]
-        sequence, (h, c) = _recurrent(g, "LSTM", x, w, recurrent.T[order], b, [h0, c0], lengths, reverse)
+        flat = g.constant(bias, "LSTM bias").reshape(-1)
+        b = flat[:4 * d][order]
+        peepholes = {}
+        if node.attrs.get("peepholes"):
+            w_ic, w_fc, w_oc = flat[4 * d:].reshape(3, d)
+            peepholes = {"peepholes": numpy.concatenate([w_ic, w_oc, w_fc])}
+        sequence, (h, c) = _recurrent(g, "LSTM", x, w, recurrent.T[order], b, [h0, c0], lengths, reverse,
+                                      **peepholes, **activations)
         sequences.append(sequence)
         last_h.append(h)
         last_c.append(c)

@@ -23,11 +23,14 @@ outputs in place, so no gathers are needed, and when no gradient is wanted
 import numpy
 
 from .. import backend
-from ..kernels import cpu, gru as gru_kernel, lstm as lstm_kernel
+from ..kernels import cpu, gru as gru_kernel, lstm as lstm_kernel, peephole_lstm as peephole_kernel
 from ..tensor import Function, Tensor, OpError
 from .utils import check_float
 
 __all__ = ["sequence_linear", "dynamic_gru", "dynamic_bigru", "dynamic_lstm", "dynamic_bilstm"]
+
+#: Paddle's ``lstm`` op defaults: (gate_activation, cell_activation, candidate_activation).
+DEFAULT_LSTM_ACTIVATIONS = ("sigmoid", "tanh", "tanh")
 
 
 def sequence_lengths(lengths, x, op, minimum=0):
@@ -276,14 +279,19 @@ class DynamicLSTM(Function):
     """S LSTM runs over one padded batch in one time loop (the directions of a layer).
 
     Inputs: x_1..x_S (N, T, 4D), weight_1..S (D, 4D), bias_1..S, h0_1..S, c0_1..S (N, D);
-    attributes ``lengths`` and ``reverses`` (one bool per run). Outputs: hidden
-    (N, T, S*D), the runs' states side by side (0 past each length), then each
-    run's last hidden state, then each run's last cell state (N, D).
+    attributes ``lengths``, ``reverses`` (one bool per run) and, for Paddle's
+    peephole ``lstm``, ``peepholes`` (the biases are then (1, 7D): the gate biases,
+    then w_ic, w_fc, w_oc) and ``activations`` (gate, cell, candidate; absent:
+    sigmoid, tanh, tanh). Outputs: hidden (N, T, S*D), the runs' states side by
+    side (0 past each length), then each run's last hidden state, then each
+    run's last cell state (N, D).
     """
 
     def forward(self, *arrays):
         xp, runs = self.xp, len(self.reverses)
         xs, weights, biases, h0s, c0s = (arrays[i * runs:(i + 1) * runs] for i in range(5))
+        if self._general():
+            return self._forward_peephole(xs, weights, biases, h0s, c0s)
         if xp is numpy and cpu.enabled():
             return self._forward_compiled(xs, weights, biases, h0s, c0s)
         seq = _SortedRuns(self.lengths, xs[0].shape[1], self.reverses)
@@ -309,7 +317,64 @@ class DynamicLSTM(Function):
             self.saved = (seq, *saved, numpy.stack(weights), [b.shape for b in biases])
         return (hidden, *last_h, *last_c)
 
+    def _general(self):
+        """Whether this op runs the peephole kernels: with peepholes, or activations other than the defaults
+        (the plain kernels hard-wire sigmoid, tanh, tanh)."""
+        return getattr(self, "peepholes", False) or \
+            tuple(getattr(self, "activations", DEFAULT_LSTM_ACTIVATIONS)) != DEFAULT_LSTM_ACTIVATIONS
+
+    def _forward_peephole(self, xs, weights, biases, h0s, c0s):
+        """The peephole forward (zero peepholes without them): the compiled CPU kernel for the default
+        activations, else the xp loop (:mod:`framework.kernels.peephole_lstm`); keeps what backward needs only
+        when a gradient is wanted."""
+        xp, num_steps = self.xp, xs[0].shape[1]
+        activations = tuple(getattr(self, "activations", DEFAULT_LSTM_ACTIVATIONS))
+        save = bool(self.needs_input_grad)
+        bias_shapes = [b.shape for b in biases]
+        flat = xp.stack([b.reshape(-1) for b in biases])                            # (S, 7D) or (S, 4D)
+        d = weights[0].shape[0]
+        if flat.shape[1] == 4 * d:
+            flat = xp.concatenate([flat, xp.zeros((len(xs), 3 * d), dtype=flat.dtype)], axis=1)
+            biases = list(flat)
+        peep = flat[:, 4 * d:].reshape(-1, 3, d)                                     # (S, 3, D): w_ic, w_fc, w_oc
+        if xp is numpy and cpu.enabled() and activations == DEFAULT_LSTM_ACTIVATIONS:
+            from ..kernels.cpu import peephole
+            seq, order, active = _compiled_row_order(self.lengths, num_steps, self.reverses, save)
+            hidden, last_h, last_c, saved = peephole.peephole_lstm_forward(
+                xs, biases, weights, h0s, c0s, self.lengths, self.reverses, order, active, save)
+            if save:
+                self.saved = (seq, *saved, numpy.stack(weights), peep, bias_shapes)
+            return (hidden, *last_h, *last_c)
+        seq = _SortedRuns(self.lengths, num_steps, self.reverses)
+        x = seq.to_runs(xs)                                                          # (T, S, N, 4D)
+        x += flat[None, :, None, :4 * d]
+        weight = xp.stack(weights)                                                   # (S, D, 4D)
+        states, cells, gates, act_c = peephole_kernel.peephole_lstm_forward(
+            x, seq.active, weight, peep, seq.sort_rows(xp.stack(h0s)), seq.sort_rows(xp.stack(c0s)), activations)
+        self.saved = seq, states, cells, gates, act_c, weight, peep, bias_shapes
+        outputs = seq.from_runs(states, offset=1)                                    # S x (N, T, D)
+        return (outputs[0] if len(xs) == 1 else xp.concatenate(outputs, axis=-1), *seq.last(states),
+                *seq.last(cells))
+
+    def _backward_peephole(self, grad_hidden, grad_last):
+        xp = self.xp
+        seq, hidden, cells, gates, act_c, weight, peep, bias_shapes = self.saved
+        runs, d = len(self.reverses), weight.shape[1]
+        grad_states = seq.to_runs([grad_hidden[..., s * d:(s + 1) * d] for s in range(runs)])
+        grad_x, grad_w, grad_peep, grad_h0, grad_c0 = peephole_kernel.peephole_lstm_backward(
+            hidden, cells, gates, act_c, seq.active, weight, peep, grad_states,
+            seq.sort_rows(xp.stack(grad_last[:runs])), seq.sort_rows(xp.stack(grad_last[runs:])),
+            tuple(getattr(self, "activations", DEFAULT_LSTM_ACTIVATIONS)))
+        grad_biases = grad_x.sum(axis=(0, 2))                                        # (S, 4D)
+        if getattr(self, "peepholes", False):
+            grad_biases = xp.concatenate([grad_biases, grad_peep.reshape(runs, -1)], axis=1)       # (S, 7D)
+        return (*seq.from_runs(grad_x), *grad_w,
+                *(g.reshape(shape) for g, shape in zip(grad_biases, bias_shapes)),
+                *seq.unsort_rows(grad_h0), *seq.unsort_rows(grad_c0))
+
     def backward(self, grad_hidden, *grad_last):
+        if self._general():
+            return self._backward_peephole(grad_hidden, grad_last)
         xp = self.xp
         seq, hidden, cells, gates, tanh_c, weight, bias_shapes = self.saved
         runs, d = len(self.reverses), weight.shape[1]
@@ -401,39 +466,68 @@ def dynamic_bigru(x_fw, x_bw, lengths, weight_fw, weight_bw, bias_fw=None, bias_
                             reverses=(False, True), origin_mode=bool(origin_mode))
 
 
-def dynamic_lstm(x_proj, lengths, weight, bias=None, h0=None, c0=None, reverse=False):
-    """LSTM over a padded batch, as PaddlePaddle's ``dynamic_lstm`` without peepholes.
+def _lstm_options(op, x, d, biases, use_peepholes, activations):
+    """The DynamicLSTM attributes beyond lengths and reverses, after checking ``biases`` (Tensors or None) for
+    ``use_peepholes`` ((1, 7D) or (7D,) with peepholes, else (1, 4D) or (4D,)) and the activation names."""
+    width = 7 * d if use_peepholes else 4 * d
+    for bias in biases:
+        if bias is not None and (bias.shape not in ((1, width), (width,)) or bias.dtype != x.dtype):
+            raise OpError(f"{op}: bias must be (1, {width}) {x.dtype} for use_peepholes={bool(use_peepholes)} and "
+                          f"hidden size {d}, got {bias.shape} {bias.dtype}")
+    for name in activations:
+        if name not in peephole_kernel.ACTIVATIONS:
+            raise OpError(f"{op}: activation {name!r} is not one of {', '.join(peephole_kernel.ACTIVATIONS)}")
+    if not use_peepholes and tuple(activations) == DEFAULT_LSTM_ACTIVATIONS:
+        return {}
+    return {"peepholes": bool(use_peepholes), "activations": tuple(activations)}
+
+
+def dynamic_lstm(x_proj, lengths, weight, bias=None, h0=None, c0=None, reverse=False, use_peepholes=False,
+                 gate_activation="sigmoid", cell_activation="tanh", candidate_activation="tanh"):
+    """LSTM over a padded batch, exactly as PaddlePaddle's ``dynamic_lstm`` (``lstm`` op).
 
     ``x_proj`` is the input already projected by a separate linear layer; gate
     columns are in Paddle's order ``[candidate | input | forget | output]``, and
     ``weight`` (D, 4D) and ``bias`` use the same order. With
-    a = x_proj[:, t] + bias + h_prev @ weight::
+    a = x_proj[:, t] + bias[:4D] + h_prev @ weight and act_g, act_c, act_cand the
+    gate, cell and candidate activations (default sigmoid, tanh, tanh)::
 
-        c~ = tanh(a[:, :D]);  i = sigmoid(a[:, D:2D]);  f = sigmoid(a[:, 2D:3D]);  o = sigmoid(a[:, 3D:])
-        c = f * c_prev + i * c~;  h = o * tanh(c)
+        c~ = act_cand(a[:, :D])
+        i = act_g(a[:, D:2D] + w_ic * c_prev);  f = act_g(a[:, 2D:3D] + w_fc * c_prev)
+        c = f * c_prev + i * c~
+        o = act_g(a[:, 3D:] + w_oc * c);  h = o * act_c(c)
+
+    where, with ``use_peepholes``, the peephole weights w_ic, w_fc, w_oc are the
+    last 3D values of the (1, 7D) bias (Paddle's layout), and are 0 without.
 
     Args:
         x_proj: (N, T, 4D) float Tensor.
         lengths: (N,) int64 Tensor/array/list of valid lengths in [0, T], or None (all T).
         weight: (D, 4D) recurrent weight.
-        bias: (1, 4D) or (4D,) bias, or None.
+        bias: (1, 4D) or (4D,) bias ((1, 7D) or (7D,) with ``use_peepholes``), or None.
         h0, c0: (N, D) initial hidden and cell states, or None (zeros).
         reverse: run each sequence from its last valid position down to 0.
+        use_peepholes: the bias holds the peephole weights (above).
+        gate_activation, cell_activation, candidate_activation: ``"sigmoid"``, ``"tanh"``, ``"relu"`` or
+            ``"identity"``.
 
     Returns:
         (hidden (N, T, D), 0 at t >= lengths[n]; last_h (N, D); last_c (N, D)),
         the last states after each sequence's final step.
     """
-    d = _check_recurrent("dynamic_lstm", x_proj, weight, bias, {"h0": h0, "c0": c0}, gates=4)
+    d = _check_recurrent("dynamic_lstm", x_proj, weight, None, {"h0": h0, "c0": c0}, gates=4)
+    options = _lstm_options("dynamic_lstm", x_proj, d, [bias], use_peepholes,
+                            (gate_activation, cell_activation, candidate_activation))
     lengths = sequence_lengths(lengths, x_proj, "dynamic_lstm")
-    bias = _zeros(x_proj, (1, 4 * d)) if bias is None else bias
+    bias = _zeros(x_proj, (1, (7 if use_peepholes else 4) * d)) if bias is None else bias
     h0 = _zeros(x_proj, (x_proj.shape[0], d)) if h0 is None else h0
     c0 = _zeros(x_proj, (x_proj.shape[0], d)) if c0 is None else c0
-    return DynamicLSTM.apply(x_proj, weight, bias, h0, c0, lengths=lengths, reverses=(bool(reverse),))
+    return DynamicLSTM.apply(x_proj, weight, bias, h0, c0, lengths=lengths, reverses=(bool(reverse),), **options)
 
 
 def dynamic_bilstm(x_fw, x_bw, lengths, weight_fw, weight_bw, bias_fw=None, bias_bw=None, h0_fw=None, h0_bw=None,
-                   c0_fw=None, c0_bw=None):
+                   c0_fw=None, c0_bw=None, use_peepholes=False, gate_activation="sigmoid", cell_activation="tanh",
+                   candidate_activation="tanh"):
     """Both directions of a bidirectional LSTM layer in one time loop: :func:`dynamic_lstm` forward on ``x_fw``
     and reversed on ``x_bw``, each with its own weights, outputs side by side.
 
@@ -445,21 +539,24 @@ def dynamic_bilstm(x_fw, x_bw, lengths, weight_fw, weight_bw, bias_fw=None, bias
         x_fw, x_bw: (N, T, 4D) float Tensors, the inputs projected for each direction.
         lengths: (N,) int64 Tensor/array/list of valid lengths in [0, T], or None (all T).
         weight_fw, weight_bw: (D, 4D) recurrent weights (gate columns as :func:`dynamic_lstm`).
-        bias_fw, bias_bw: (1, 4D) or (4D,) biases, or None.
+        bias_fw, bias_bw: (1, 4D) or (4D,) biases ((1, 7D) or (7D,) with ``use_peepholes``), or None.
         h0_fw, h0_bw, c0_fw, c0_bw: (N, D) initial states, or None (zeros).
+        use_peepholes, gate_activation, cell_activation, candidate_activation: as :func:`dynamic_lstm`.
 
     Returns:
         (hidden, last_h_fw, last_h_bw, last_c_fw, last_c_bw): hidden (N, T, 2D), ``[forward | backward]``
         states, 0 at t >= lengths[n]; the last states (N, D) of each direction after its final step
         (position lengths-1, resp. 0).
     """
-    d = _check_recurrent("dynamic_bilstm", x_fw, weight_fw, bias_fw, {"h0_fw": h0_fw, "c0_fw": c0_fw}, gates=4)
-    _check_recurrent("dynamic_bilstm", x_bw, weight_bw, bias_bw, {"h0_bw": h0_bw, "c0_bw": c0_bw}, gates=4)
+    d = _check_recurrent("dynamic_bilstm", x_fw, weight_fw, None, {"h0_fw": h0_fw, "c0_fw": c0_fw}, gates=4)
+    _check_recurrent("dynamic_bilstm", x_bw, weight_bw, None, {"h0_bw": h0_bw, "c0_bw": c0_bw}, gates=4)
     if x_bw.shape != x_fw.shape or weight_bw.shape != weight_fw.shape:
         raise OpError(f"dynamic_bilstm: both directions need the same shapes, got x {x_fw.shape} and "
                       f"{x_bw.shape}, weight {weight_fw.shape} and {weight_bw.shape}")
+    options = _lstm_options("dynamic_bilstm", x_fw, d, [bias_fw, bias_bw], use_peepholes,
+                            (gate_activation, cell_activation, candidate_activation))
     lengths = sequence_lengths(lengths, x_fw, "dynamic_bilstm")
-    biases = [_zeros(x_fw, (1, 4 * d)) if b is None else b for b in (bias_fw, bias_bw)]
+    biases = [_zeros(x_fw, (1, (7 if use_peepholes else 4) * d)) if b is None else b for b in (bias_fw, bias_bw)]
     states = [_zeros(x_fw, (x_fw.shape[0], d)) if s is None else s for s in (h0_fw, h0_bw, c0_fw, c0_bw)]
     return DynamicLSTM.apply(x_fw, x_bw, weight_fw, weight_bw, *biases, *states, lengths=lengths,
-                             reverses=(False, True))
+                             reverses=(False, True), **options)

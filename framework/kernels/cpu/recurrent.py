@@ -225,7 +225,7 @@ def active_counts(lengths, num_steps):
     return (len(lengths) - numpy.cumsum(ends)).astype(numpy.int64)
 
 
-def _each_run(fn, runs):
+def each_run(fn, runs):
     """fn(s) for every run s, the runs spread over the CPU threads (one direction each) when there are several;
     then each thread's BLAS GEMMs run on one thread (:func:`one_blas_thread`). The calling thread sets that
     before the runs start and restores it after they all end: where the BLAS keeps the setting for the whole
@@ -242,11 +242,12 @@ def _each_run(fn, runs):
             fn(s)
 
 
-def _dummy(dtype):
+def placeholder(dtype):
+    """A (1, 1, 1, 1) array of ``dtype`` standing for the saved arrays a forward without ``save`` never writes."""
     return numpy.zeros((1, 1, 1, 1), dtype=dtype)
 
 
-def _c(a):
+def contiguous(a):
     """``a`` as a C-contiguous, writable array (a read-only one, e.g. weights read from a file, is copied), so
     every call meets the one compiled signature per dtype."""
     a = numpy.ascontiguousarray(a)
@@ -275,16 +276,16 @@ def gru_forward(xs, biases, weights, h0s, lengths, reverses, origin_mode, order,
         c = numpy.zeros((num_steps, runs, n, d), dtype=dtype)
         reset_h = numpy.zeros((num_steps, runs, n, d), dtype=dtype)
     else:
-        states = ur = c = reset_h = _dummy(dtype)
-    lengths = _c(numpy.asarray(lengths, dtype=numpy.int64))
+        states = ur = c = reset_h = placeholder(dtype)
+    lengths = contiguous(numpy.asarray(lengths, dtype=numpy.int64))
 
     def one(s):
-        flat = _c(weights[s]).reshape(-1)
-        gru_forward_run(_c(xs[s]), _c(biases[s]).reshape(-1), lengths,
+        flat = contiguous(weights[s]).reshape(-1)
+        gru_forward_run(contiguous(xs[s]), contiguous(biases[s]).reshape(-1), lengths,
                         order, active, flat[:2 * d * d].reshape(d, 2 * d), flat[2 * d * d:].reshape(d, d),
-                        _c(h0s[s]), bool(reverses[s]), bool(origin_mode), hidden, s * d,
+                        contiguous(h0s[s]), bool(reverses[s]), bool(origin_mode), hidden, s * d,
                         last[s], bool(save), states, ur, c, reset_h, s)
-    _each_run(one, runs)
+    each_run(one, runs)
     return hidden, last, ((states, ur, c, reset_h) if save else None)
 
 
@@ -294,13 +295,13 @@ def gru_backward(states, ur, c, reset_h, active, w_ur, w_c, grad_states, grad_la
     grad_ur = numpy.zeros(ur.shape, dtype=ur.dtype)
     grad_c = numpy.zeros(c.shape, dtype=c.dtype)
     grad_h = numpy.array(grad_last, dtype=c.dtype, order="C")
-    grad_states = _c(grad_states)
+    grad_states = contiguous(grad_states)
     active = numpy.asarray(active, dtype=numpy.int64)
 
     def one(s):
-        gru_backward_run(states, ur, c, active, _c(w_ur[s]), _c(w_c[s]),
+        gru_backward_run(states, ur, c, active, contiguous(w_ur[s]), contiguous(w_c[s]),
                          grad_states, bool(origin_mode), grad_ur, grad_c, grad_h[s], s)
-    _each_run(one, runs)
+    each_run(one, runs)
     grad_w_ur = _over_time(states[:-1], grad_ur)
     grad_w_c = _over_time(reset_h, grad_c)
     return grad_ur, grad_c, grad_w_ur, grad_w_c, grad_h
@@ -337,15 +338,15 @@ def lstm_forward(xs, biases, weights, h0s, c0s, lengths, reverses, order, active
         gates = numpy.zeros((num_steps, runs, n, 4 * d), dtype=dtype)
         tanh_c = numpy.zeros((num_steps, runs, n, d), dtype=dtype)
     else:
-        hidden_s = cells = gates = tanh_c = _dummy(dtype)
-    lengths = _c(numpy.asarray(lengths, dtype=numpy.int64))
+        hidden_s = cells = gates = tanh_c = placeholder(dtype)
+    lengths = contiguous(numpy.asarray(lengths, dtype=numpy.int64))
 
     def one(s):
-        lstm_forward_run(_c(xs[s]), _c(biases[s]).reshape(-1), lengths,
-                         order, active, _c(weights[s]), _c(h0s[s]),
-                         _c(c0s[s]), bool(reverses[s]), hidden, s * d, last_h[s], last_c[s],
+        lstm_forward_run(contiguous(xs[s]), contiguous(biases[s]).reshape(-1), lengths,
+                         order, active, contiguous(weights[s]), contiguous(h0s[s]),
+                         contiguous(c0s[s]), bool(reverses[s]), hidden, s * d, last_h[s], last_c[s],
                          bool(save), hidden_s, cells, gates, tanh_c, s)
-    _each_run(one, runs)
+    each_run(one, runs)
     return hidden, last_h, last_c, ((hidden_s, cells, gates, tanh_c) if save else None)
 
 
@@ -355,11 +356,11 @@ def lstm_backward(hidden, cells, gates, tanh_c, active, w, grad_states, grad_las
     grad_x = numpy.zeros(gates.shape, dtype=gates.dtype)
     grad_h = numpy.array(grad_last_h, dtype=gates.dtype, order="C")
     grad_c = numpy.array(grad_last_c, dtype=gates.dtype, order="C")
-    grad_states = _c(grad_states)
+    grad_states = contiguous(grad_states)
     active = numpy.asarray(active, dtype=numpy.int64)
 
     def one(s):
-        lstm_backward_run(cells, gates, tanh_c, active, _c(w[s]), grad_states, grad_x,
+        lstm_backward_run(cells, gates, tanh_c, active, contiguous(w[s]), grad_states, grad_x,
                           grad_h[s], grad_c[s], s)
-    _each_run(one, runs)
+    each_run(one, runs)
     return grad_x, _over_time(hidden[:-1], grad_x), grad_h, grad_c

@@ -26,7 +26,10 @@ def _recurrent(dtype):
         else:
             _, _, _, saved = forward(xs, biases, weights, h0s, h0s, lengths, (False, True), order, active, True)
             recurrent.lstm_backward(*saved, active, numpy.stack(weights), *grads, grads[1])
-    return ["gru_forward", "gru_backward", "lstm_forward", "lstm_backward"]
+    from . import peephole
+    peephole.peephole_lstm_forward(xs, [numpy.zeros(7 * d, dtype=dtype)] * 2, weights, h0s, h0s, lengths,
+                                   (False, True), order, active, True)
+    return ["gru_forward", "gru_backward", "lstm_forward", "lstm_backward", "peephole_lstm_forward"]
 
 
 def _crf(dtype):

@@ -1,5 +1,5 @@
 """Specs for framework/ops/rnn.py: sequence_linear, dynamic_gru, dynamic_bigru, dynamic_lstm and dynamic_bilstm
-on uneven lengths.
+(plain, and Paddle's peephole ``lstm`` with its activations) on uneven lengths.
 
 References are per-sequence Python loops over each sequence's valid steps
 (reversed order for the reverse direction), written from Paddle's formulas.
@@ -56,6 +56,65 @@ def lstm_reference(x, lengths, weight, bias, h0, c0, reverse):
             hidden[i, t] = h
         last_h[i], last_c[i] = h, c
     return hidden, last_h, last_c
+
+
+ACTIVATIONS = {"sigmoid": _sigmoid, "tanh": numpy.tanh, "relu": lambda v: numpy.maximum(v, 0.0),
+               "identity": lambda v: v}
+
+
+def peephole_lstm_reference(x, lengths, weight, bias, h0, c0, reverse, activations=("sigmoid", "tanh", "tanh")):
+    """Per-sequence loop of Paddle's lstm op with use_peepholes: bias (1, 7D) = 4D gate biases, then w_ic, w_fc,
+    w_oc; the output gate peeks at the new cell; activations (gate, cell, candidate)."""
+    gate, cell, candidate = (ACTIVATIONS[name] for name in activations)
+    n, num_steps, width = x.shape
+    d = width // 4
+    b = bias.reshape(-1)
+    w_ic, w_fc, w_oc = b[4 * d:5 * d], b[5 * d:6 * d], b[6 * d:]
+    hidden, last_h, last_c = numpy.zeros((n, num_steps, d)), numpy.zeros((n, d)), numpy.zeros((n, d))
+    for s in range(n):
+        h, c = h0[s].copy(), c0[s].copy()
+        for t in _steps(int(lengths[s]), reverse):
+            a = x[s, t] + b[:4 * d] + h @ weight
+            input_gate = gate(a[d:2 * d] + w_ic * c)
+            forget_gate = gate(a[2 * d:3 * d] + w_fc * c)
+            c = forget_gate * c + input_gate * candidate(a[:d])
+            h = gate(a[3 * d:] + w_oc * c) * cell(c)
+            hidden[s, t] = h
+        last_h[s], last_c[s] = h, c
+    return hidden, last_h, last_c
+
+
+def _peephole_spec(reverse, activations=("sigmoid", "tanh", "tanh"), lengths=LENGTHS):
+    names = dict(zip(("gate_activation", "cell_activation", "candidate_activation"), activations))
+
+    def make(rng):
+        return [rng.uniform(-1, 1, (N, T, 4 * D)), numpy.array(lengths, dtype=numpy.int64),
+                rng.uniform(-1, 1, (D, 4 * D)), rng.uniform(-0.5, 0.5, (1, 7 * D)),
+                rng.uniform(-1, 1, (N, D)), rng.uniform(-1, 1, (N, D))]
+    return OpSpec(
+        "dynamic_lstm",
+        lambda x, lengths, w, b, h0, c0: F.dynamic_lstm(x, lengths, w, b, h0, c0, reverse=reverse,
+                                                        use_peepholes=True, **names),
+        make, lambda x, lengths, w, b, h0, c0: peephole_lstm_reference(x, lengths, w, b, h0, c0, reverse, activations),
+        id=f"rnn.dynamic_lstm[peepholes,reverse={reverse},activations={activations},lengths={lengths}]")
+
+
+def _peephole_bilstm_spec(lengths):
+    """Both peephole directions in one op (the rank model's layer): the references side by side."""
+    def make(rng):
+        return [rng.uniform(-1, 1, (N, T, 4 * D)), rng.uniform(-1, 1, (N, T, 4 * D)),
+                numpy.array(lengths, dtype=numpy.int64), rng.uniform(-1, 1, (D, 4 * D)),
+                rng.uniform(-1, 1, (D, 4 * D)), rng.uniform(-0.5, 0.5, (1, 7 * D)), rng.uniform(-0.5, 0.5, (7 * D,)),
+                *(rng.uniform(-1, 1, (N, D)) for _ in range(4))]
+
+    def ref(x_fw, x_bw, lengths, w_fw, w_bw, b_fw, b_bw, h0_fw, h0_bw, c0_fw, c0_bw):
+        hidden_fw, h_fw, c_fw = peephole_lstm_reference(x_fw, lengths, w_fw, b_fw, h0_fw, c0_fw, False)
+        hidden_bw, h_bw, c_bw = peephole_lstm_reference(x_bw, lengths, w_bw, b_bw, h0_bw, c0_bw, True)
+        return numpy.concatenate([hidden_fw, hidden_bw], axis=-1), h_fw, h_bw, c_fw, c_bw
+
+    return OpSpec("dynamic_bilstm",
+                  lambda x_fw, x_bw, lengths, *rest: F.dynamic_bilstm(x_fw, x_bw, lengths, *rest, use_peepholes=True),
+                  make, ref, id=f"rnn.dynamic_bilstm[peepholes,lengths={lengths}]")
 
 
 def _gru_inputs(lengths, bias_shape=(1, 3 * D)):
@@ -156,4 +215,9 @@ SPECS += [
     _lstm_spec(True),
     _bilstm_spec(LENGTHS),
     _bilstm_spec([3, 0, 5]),
+    _peephole_spec(False),
+    _peephole_spec(True),
+    _peephole_spec(True, ("tanh", "relu", "identity"), lengths=[3, 0, 5]),
+    _peephole_bilstm_spec(LENGTHS),
+    _peephole_bilstm_spec([3, 0, 5]),
 ]
