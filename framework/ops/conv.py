@@ -6,7 +6,8 @@ forward pass and the weight gradient are single GEMMs (batched over groups when
 groups > 1) and the input gradient is ``col2im(weight.T @ grad)``. On NumPy a
 1x1 convolution over large images (:data:`POINTWISE_MIN_POSITIONS`) skips the
 columns: one GEMM per image in the input's own (N, C, positions) layout, which
-saves the transposes into and out of the column layout. Under
+saves the transposes into and out of the column layout; a depthwise 2-D convolution (one channel per
+group) skips them too (:mod:`framework.kernels.depthwise`: one multiply-add pass per kernel offset). Under
 ``framework.amp.autocast`` float32 inputs are cast down before im2col, the
 GEMMs run in the autocast dtype and outputs and gradients are float32.
 """
@@ -15,6 +16,7 @@ import math
 import numpy
 
 from .. import autocast, threadpool
+from ..kernels.depthwise import depthwise_backward, depthwise_forward
 from ..kernels.im2col import im2col, col2im_matmul, group_matmul, scratch
 from ..tensor import Function, OpError
 
@@ -41,6 +43,10 @@ class ConvNd(Function):
                           and math.prod(self.out) >= POINTWISE_MIN_POSITIONS)
         if self.pointwise:
             return self._forward_pointwise(x, w, b, keep)
+        self.depthwise = (self.xp is numpy and len(self.kernel) == 2 and groups == x.shape[1] == out_channels
+                          and x.dtype == self.io_dtype)
+        if self.depthwise:
+            return self._forward_depthwise(x, w, b)
         into = None if keep else scratch(self.xp, "conv_cols", (x.shape[1] * math.prod(self.kernel), width),
                                                  x.dtype)
         cols = im2col(x, self.kernel, self.stride, self.padding, self.dilation, self.out, into=into)
@@ -57,6 +63,14 @@ class ConvNd(Function):
             y = threadpool.elementwise(self.xp.add, y, b.reshape(-1, 1), out=y)
         self.saved = (cols if keep else None), w, x.shape
         return y.reshape(n, out_channels, *self.out)
+
+    def _forward_depthwise(self, x, w, b):
+        """One channel per group on NumPy (:mod:`framework.kernels.depthwise`): no columns."""
+        y = depthwise_forward(x, w[:, 0], self.stride, self.padding, self.dilation, self.out)
+        if b is not None:
+            y += b.reshape(-1, 1, 1)
+        self.saved = x, w, x.shape
+        return y
 
     def _forward_pointwise(self, x, w, b, keep):
         """The 1x1 case: y[n] = w (O, C) @ x[n] (C, P) for each image n."""
@@ -78,7 +92,16 @@ class ConvNd(Function):
         return gx, gw
 
     def backward(self, gy):
-        gx, gw = self._backward_pointwise(gy) if self.pointwise else self._backward_columns(gy)
+        if self.pointwise:
+            gx, gw = self._backward_pointwise(gy)
+        elif self.depthwise:
+            x, w, _ = self.saved
+            needs_w = len(self.needs_input_grad) > 1 and self.needs_input_grad[1]
+            gx, gw = depthwise_backward(x, w[:, 0], gy, self.stride, self.padding, self.dilation, self.out,
+                                        self.needs_input_grad[0], needs_w)
+            gw = None if gw is None else gw.reshape(w.shape)
+        else:
+            gx, gw = self._backward_columns(gy)
         gx, gw = autocast.cast(self.io_dtype, gx, gw)
         if len(self.needs_input_grad) == 2:
             return gx, gw

@@ -114,6 +114,7 @@ SPECS = [
     _spec(2, (2, 4, 7, 6), (6, 2, 3, 2), stride=(2, 1), padding=(1, 2), dilation=(1, 2), groups=2,
           check=_col2im_is_the_adjoint_of_im2col),
     _spec(2, (1, 4, 5, 5), (4, 1, 3, 3), bias=False, stride=2, padding=1, groups=4),  # depthwise
+    _spec(2, (2, 3, 7, 6), (3, 1, 3, 2), stride=(1, 2), padding=(2, 1), dilation=(2, 1), groups=3),  # depthwise
     _spec(2, (2, 3, 7, 6), (2, 3, 2, 3), bias=False, stride=2, padding="same", ref_pads=((0, 1), (0, 1))),
     _spec(2, (2, 3, 5, 4), (4, 3, 1, 1), padding="valid", ref_pads=0),
     # 1x1 with >= POINTWISE_MIN_POSITIONS outputs per image: the per-image GEMM path
