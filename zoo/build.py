@@ -118,10 +118,16 @@ def _official_lac(card):
     return load_official_task()
 
 
+def _official_lac_rank(card):
+    """Baidu's official LAC with its word-importance model on top (the ``official_lac_rank`` loader)."""
+    from nlp.lac.rank_task import load_rank_task
+    return load_rank_task()
+
+
 # What an ``official`` card's ``loader`` may name: a fixed table, so that no file can choose code to import or run.
-LOADERS = {"official_lac": _official_lac}
+LOADERS = {"official_lac": _official_lac, "official_lac_rank": _official_lac_rank}
 # The task each loader builds: an official card must serve that task.
-LOADER_TASKS = {"official_lac": "lexical_analysis"}
+LOADER_TASKS = {"official_lac": "lexical_analysis", "official_lac_rank": "lexical_analysis"}
 
 
 @dataclasses.dataclass

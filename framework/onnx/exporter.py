@@ -35,7 +35,7 @@ from ..serialization import atomic_write
 from ..tensor import Tensor
 from .errors import ExportError, require
 from .graph import CONVERTERS, OPSET, Graph, value_info
-from . import converters, layers, quantized, sequence  # noqa: F401  (they fill the converter table)
+from . import converters, decoding, layers, quantized, sequence  # noqa: F401  (they fill the converter table)
 from .runtime import OnnxProgram, name_outputs, output_leaves, sidecar_path
 
 __all__ = ["export", "ExportReport", "to_model", "check_parity", "CONVERTERS"]

@@ -8,7 +8,7 @@ and this reason. (Importable without onnx.)
 """
 from ..distributed.sync_batch_norm import SyncNormalize
 from ..ops.common import Dropout
-from ..ops.crf import LinearChainCRF, ViterbiDecode
+from ..ops.crf import LinearChainCRF
 from ..ops.loss import BinaryCrossEntropyWithLogits, MarginRanking, NllLoss, PairwiseLoss, SoftmaxCrossEntropy
 from ..ops.math import ToDevice
 
@@ -22,8 +22,6 @@ NOT_EXPORTED = {
                    "records a plain BatchNorm)",
     ToDevice: "a copy between devices; an exported model runs on the device its runtime chooses",
     LinearChainCRF: "the CRF log-likelihood is a training loss",
-    ViterbiDecode: "decoding runs in the task after the exported emissions (dynamic back-tracking has no "
-                   "opset-17 form)",
     BinaryCrossEntropyWithLogits: _LOSS,
     MarginRanking: _LOSS,
     NllLoss: _LOSS,

@@ -20,7 +20,9 @@
   under ``$PADDLE_PY``, timed before and after oar, best of both windows). Both
   sides read the same sentence file (``$OAR_BENCH_LAC_TEXTS``, else the first
   1,000 People's Daily test sentences written to one), every line at both batch
-  sizes; the BLAS that ran (threadpoolctl) is in ``blas``.
+  sizes; the BLAS that ran (threadpoolctl) is in ``blas``. With
+  ``$OAR_BENCH_LAC_MODE=rank`` the models are ``lac_rank`` and the engine runs
+  ``LAC(mode="rank")``.
 
 Every timing is the best of ``repeat`` runs after a warm-up, as wall time and
 as this process's CPU time (``time.process_time``): on a shared machine the CPU
@@ -42,7 +44,7 @@ from framework.timing import best_times
 from .torch_twins import blas_info, match_blas_threads, torch_lac, torch_or_none
 
 __all__ = ["oar_train_step", "torch_train_step", "bench_train_step", "bench_inference", "peoples_daily_test_texts",
-           "read_sentence_file", "run_all", "TEXTS_ENV", "RUNTIMES_ENV", "THREADS_ENV"]
+           "read_sentence_file", "run_all", "TEXTS_ENV", "RUNTIMES_ENV", "THREADS_ENV", "MODE_ENV", "MODE_MODELS"]
 
 VOCAB_SIZE, NUM_TAGS = 4034, 85
 
@@ -125,6 +127,8 @@ def peoples_daily_test_texts(limit=None):
 TEXTS_ENV = "OAR_BENCH_LAC_TEXTS"          # a sentence file, one a line (default: People's Daily test sentences)
 RUNTIMES_ENV = "OAR_BENCH_LAC_RUNTIMES"    # comma list of static, eager, onnxruntime (default: all available)
 THREADS_ENV = "OAR_BENCH_LAC_THREADS"      # comma list of thread counts, each in its own process (default 1,2)
+MODE_ENV = "OAR_BENCH_LAC_MODE"            # lac (default: lac and lac_pku) or rank (lac_rank), the engine's mode
+MODE_MODELS = {"lac": ("lac", "lac_pku"), "rank": ("lac_rank",)}
 DEFAULT_SENTENCES = 1000
 
 
@@ -150,18 +154,18 @@ def _engine_script():
                                                               "bench.py")
 
 
-def _paddle_engine(path, repeat):
-    """Baidu's LAC timed by the reference script under the Python ``$PADDLE_PY`` (its own venv) on the sentence
-    file ``path`` (batch 1: a call per line; batch 64: 64 consecutive lines a call), with oar's thread count;
-    None when ``PADDLE_PY`` is unset."""
+def _paddle_engine(path, repeat, mode="lac"):
+    """Baidu's LAC in ``mode`` (``lac``, ``rank``) timed by the reference script under the Python ``$PADDLE_PY``
+    (its own venv) on the sentence file ``path`` (batch 1: a call per line; batch 64: 64 consecutive lines a
+    call), with oar's thread count; None when ``PADDLE_PY`` is unset."""
     python = os.environ.get("PADDLE_PY")
     if not python:
         return None
     from framework import threadpool
     threads = str(threadpool.num_threads())
     env = {**os.environ, "OMP_NUM_THREADS": threads, "CPU_NUM": threads, "OPENBLAS_NUM_THREADS": threads}
-    done = subprocess.run([python, _engine_script(), path, "--repeat", str(repeat)], env=env, check=True,
-                          capture_output=True, text=True)
+    done = subprocess.run([python, _engine_script(), path, "--repeat", str(repeat), "--mode", mode], env=env,
+                          check=True, capture_output=True, text=True)
     report = json.loads(done.stdout.strip().splitlines()[-1])
     return {"engine": report["engine"], "sentences": report["sentences"], "threads": int(threads),
             "batch1": {"sentences_per_s": round(report["b1_sent_per_s"], 1)},
@@ -181,11 +185,16 @@ def _runtimes():
     return {m: known[m] for m in chosen}
 
 
-def bench_inference(path=None, repeat=3, models=("lac", "lac_pku"), limit=DEFAULT_SENTENCES):
-    """Sentences/s of ``zoo.load(model)`` text in -> words and tags out, beside Baidu's engine, on one sentence
-    file that both read (``path``, else ``$OAR_BENCH_LAC_TEXTS``, else the first ``limit`` People's Daily test
-    sentences written to a file): batch 1 and batch 64 over every line, for each runtime; the engine timed
-    before and after oar (best of both windows); each model's ratios to the engine and to eager."""
+def bench_inference(path=None, repeat=3, models=None, limit=DEFAULT_SENTENCES, mode="lac"):
+    """Sentences/s of ``zoo.load(model)`` text in -> words and tags out (and word importance in ``mode``
+    ``rank``), beside Baidu's engine in the same ``mode``, on one sentence file that both read (``path``, else
+    ``$OAR_BENCH_LAC_TEXTS``, else the first ``limit`` People's Daily test sentences written to a file): batch 1
+    and batch 64 over every line, for each runtime; the engine timed before and after oar (best of both
+    windows); each model's ratios to the engine and to eager. ``models``: default :data:`MODE_MODELS` of
+    ``mode``."""
+    if mode not in MODE_MODELS:
+        raise SystemExit(f"{MODE_ENV}: unknown mode {mode!r}; choose from {', '.join(MODE_MODELS)}")
+    models = models or MODE_MODELS[mode]
     import zoo
     from framework import threadpool
     from framework.kernels import cpu
@@ -197,16 +206,16 @@ def bench_inference(path=None, repeat=3, models=("lac", "lac_pku"), limit=DEFAUL
             with open(path, "w", encoding="utf-8") as f:
                 f.write("\n".join(peoples_daily_test_texts(limit)) + "\n")
         texts = read_sentence_file(path)
-        engine = _paddle_engine(path, repeat)
+        engine = _paddle_engine(path, repeat, mode)
         result = {"sentences": len(texts), "sentence_file": os.path.basename(path) if path != os.path.join(
-                      folder, "sentences.txt") else f"People's Daily test split, first {limit}",
+                      folder, "sentences.txt") else f"People's Daily test split, first {limit}", "mode": mode,
                   "mean_chars": round(sum(map(len, texts)) / max(len(texts), 1), 1),
                   "threads": threadpool.num_threads(), "kernels": "numba" if cpu.enabled() else "numpy",
                   "blas": blas_info()}
         for name in models:
             result[name] = {mode: _tagger_rates(zoo.load(name, **options), texts, repeat)
                             for mode, options in runtimes.items()}
-        again = _paddle_engine(path, repeat) if engine else None
+        again = _paddle_engine(path, repeat, mode) if engine else None
     if engine:
         for key in ("batch1", "batch64"):
             engine[key]["sentences_per_s"] = max(engine[key]["sentences_per_s"], again[key]["sentences_per_s"])
@@ -255,7 +264,8 @@ def main(argv=None):
     parser.add_argument("--inference", action="store_true", required=True)
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
-    result = (bench_inference(repeat=1, limit=200) if args.quick else bench_inference())
+    mode = env_text(MODE_ENV) or "lac"
+    result = (bench_inference(repeat=1, limit=200, mode=mode) if args.quick else bench_inference(mode=mode))
     print(json.dumps(result))
 
 
