@@ -160,6 +160,9 @@ CASES = {
     "resnet50": Case({"base_channels": 4, "num_classes": CLASSES}, images(), (BATCH, CLASSES)),
     "resnet101": Case({"base_channels": 2, "num_classes": CLASSES}, images(), (BATCH, CLASSES)),
     "mobilenet_v1": Case({"scale": 0.25, "num_classes": CLASSES}, images(), (BATCH, CLASSES)),
+    # 64 px: maps 8, 4, 2 (blocks 5, 11, 13) and two extras at 1, with 4 + 6 + 6 + 6 + 6 priors a cell: 388
+    "ssd_mobilenet_v1": Case({"num_classes": CLASSES, "scale": 0.25, "image_size": 64, "source_blocks": [5, 11, 13],
+                              "extra_channels": [64, 64]}, images(64), (BATCH, 388, 4 + CLASSES + 1)),
     "mobilenet_v2": Case({"width_mult": 0.25, "num_classes": CLASSES}, images(), (BATCH, CLASSES)),
     # video: frame models (clips of T frames: TSN/TSM one per segment, StNet num_segments x seglen)
     "TSN": Case({"depth": 18, "base_channels": 4, "num_segments": 3, "num_classes": CLASSES}, clips(3),

@@ -9,6 +9,7 @@ def register_everything():
     import nlp.lac.data  # noqa: F401
     import nlp.lac.metrics  # noqa: F401
     import nlp.lac.model  # noqa: F401
+    import nlp.lac.official_task  # noqa: F401
     import nlp.lac.task  # noqa: F401
     import nlp.senta.data  # noqa: F401
     import nlp.senta.model  # noqa: F401

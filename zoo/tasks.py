@@ -46,6 +46,17 @@ def _image(folder):
     return [path]
 
 
+def _detection_image(folder):
+    """One generated shapes-detection image, a JPEG (a path)."""
+    import cv2
+    import numpy
+    from vision.data.detection_shapes import render_detection_image
+    rgb, _, _ = render_detection_image(numpy.random.default_rng(0))
+    path = os.path.join(folder, "example.jpg")
+    cv2.imwrite(path, cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
+    return [path]
+
+
 @dataclasses.dataclass(frozen=True)
 class TaskSpec:
     """One task of the zoo (see the module docstring)."""
@@ -68,7 +79,8 @@ class TaskSpec:
 
 
 TASK_TABLE = {spec.name: spec for spec in (
-    TaskSpec("lexical_analysis", ("LexicalAnalysis",), "text", _texts, aliases=("lac", "lexical"), default="lac",
+    TaskSpec("lexical_analysis", ("LexicalAnalysis", "OfficialLexicalAnalysis"), "text", _texts,
+             aliases=("lac", "lexical"), default="lac",
              headline=("seg_f1", "pos_f1", "entity_f1")),
     TaskSpec("sentiment", ("SentimentClassification",), "text", _texts, aliases=("senta",), default="senta_bilstm",
              headline=("acc", "macro_f1")),
@@ -78,6 +90,8 @@ TASK_TABLE = {spec.name: spec for spec in (
              default="tsm_synth", headline=("motion_top1", "top1", "gap")),
     TaskSpec("image_classification", ("ImageClassification",), "file", _image, aliases=("image",),
              headline=("top1", "acc")),
+    TaskSpec("detection", ("ObjectDetection",), "file", _detection_image, aliases=("ssd", "object_detection"),
+             default="ssd_mobilenet_v1_shapes", headline=("map", "map_coco")),
 )}
 DEFAULT_MODELS = {name: spec.default for name, spec in TASK_TABLE.items() if spec.default}
 # Registered Task classes that are deliberately not zoo tasks, with the reason (a test checks that every

@@ -1,4 +1,5 @@
 """Vision tasks (registered in ``framework.registry.TASKS``)."""
 from .image_classification import ImageClassification
+from .detection import ObjectDetection
 
-__all__ = ["ImageClassification"]
+__all__ = ["ImageClassification", "ObjectDetection"]
