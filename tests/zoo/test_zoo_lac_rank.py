@@ -1,5 +1,6 @@
-"""The ``lac_rank`` card: LAC(mode="rank") on oar through the traced program (the default) and eagerly, and the
-installed ``oar run lac_rank`` in a subprocess, against the engine's output. Skips when the official LAC
+"""The ``lac_rank`` card: LAC(mode="rank") on oar through the traced program (the default), eagerly and on ONNX
+Runtime (its exported program holds LAC, Viterbi and the rank network), the installed ``oar run lac_rank`` and
+``oar serve lac_rank`` in subprocesses, against the engine's output. Skips when the official LAC
 models can be neither fetched nor found in the cache."""
 import json
 import os
@@ -12,6 +13,8 @@ import pytest
 import zoo
 from framework.fetch import FetchError
 from framework.jit import StaticLayer
+
+from .serving.conftest import ServerProcess, httpx
 
 OAR = shutil.which("oar", path=os.path.dirname(sys.executable)) or shutil.which("oar")
 GOLDEN = os.path.join(os.path.dirname(__file__), os.pardir, "nlp", "lac", "data", "lac_official_rank_golden.jsonl")
@@ -31,10 +34,12 @@ def _load(**options):
         pytest.skip(f"the official LAC models cannot be fetched here and are not cached ({str(err).split('. ')[0]})")
 
 
-@pytest.mark.parametrize("static", [True, False])
-def test_zoo_lac_rank_matches_the_engine(golden, static):
-    task = _load(static=static)
-    assert isinstance(task.model, StaticLayer) == static
+@pytest.mark.parametrize("options", [{}, {"static": False}, {"runtime": "onnxruntime"}], ids=str)
+def test_zoo_lac_rank_matches_the_engine(golden, options):
+    if options.get("runtime"):
+        pytest.importorskip("onnxruntime")
+    task = _load(**options)
+    assert isinstance(task.model, StaticLayer) == options.get("static", True)
     results = task.predict([r["text"] for r in golden])
     assert [(r["words"], r["tags"], r["rank"]) for r in results] == [(r["words"], r["tags"], r["rank"])
                                                                      for r in golden]
@@ -49,3 +54,17 @@ def test_oar_run_lac_rank_json(golden):
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     assert [(line["words"], line["tags"], line["rank"]) for line in lines] == [(r["words"], r["tags"], r["rank"])
                                                                                for r in rows]
+
+
+def test_oar_serve_lac_rank(golden):
+    _load()
+    rows = [r for r in golden if r["text"]][:4]
+    served = ServerProcess("lac_rank")
+    try:
+        answer = httpx.post(served.url + "/v1/models/lac_rank:predict", json={"instances": [r["text"] for r in rows]},
+                            timeout=120).json()
+    finally:
+        code, _, err = served.stop()
+    assert code == 0, err
+    assert [(p["words"], p["tags"], p["rank"]) for p in answer["predictions"]] == [
+        (r["words"], r["tags"], r["rank"]) for r in rows]
