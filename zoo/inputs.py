@@ -226,12 +226,16 @@ def format_result(result):
     """One readable line for a prediction dict.
 
     LAC: ``word/tag`` pairs separated by spaces (words never hold spaces);
+    detection: one line per box, ``label score x1,y1,x2,y2`` (an image with none: an empty line);
     classification: ``label<TAB>score``; top-k: ``label prob, …`` (video
     models with motion and shape groups: ``motion: … | shape: …``); an empty
     result (a blank input): an empty line; anything else: its JSON.
     """
     if not result:
         return ""
+    if "boxes" in result and "labels" in result and "scores" in result:
+        return "\n".join(f"{label} {score:.3f} {','.join(f'{v:.1f}' for v in box)}"
+                         for box, label, score in zip(result["boxes"], result["labels"], result["scores"]))
     if "words" in result and "tags" in result:
         return " ".join(f"{w}/{t}" for w, t in zip(result["words"], result["tags"]))
     groups = [key for key in result if key.endswith("_topk")]

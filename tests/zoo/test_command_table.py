@@ -45,7 +45,7 @@ def test_compress_is_an_ordinary_command():
 
 
 @pytest.mark.parametrize("args, fragments", [
-    (["reproduce", "senta", "--from_runs", "runs"], ("--from_runs", "target video, not senta")),
+    (["reproduce", "senta", "--from_runs", "runs"], ("--from_runs", "target video or detection, not senta")),
     (["reproduce", "video", "--from_runs", "no/such/folder"], ("--from_runs no/such/folder: no such folder",)),
     (["reproduce", "video", "--cards", "senta_bow_distilled"], ("--cards", "target slim, not video")),
 ])

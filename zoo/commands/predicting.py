@@ -1,6 +1,9 @@
 """What ``oar run`` and ``oar infer`` share: the input and output flags, reading the inputs, writing one line
 per input."""
 import inspect
+import os
+
+from framework.serialization import atomic_write
 
 from ..inputs import count_lines, predict_in_order, read_lines, result_writer
 from ..usage import UsageError
@@ -40,6 +43,13 @@ def predict_options(task, args, model_name):
     (``--json`` keeps the model's own rule)."""
     accepted = inspect.signature(task.predict).parameters
     options = {"whitespace": "split"} if "whitespace" in accepted and not args.json else {}
+    threshold = getattr(args, "score_threshold", None)
+    if threshold is not None:
+        if "score_threshold" not in accepted:
+            raise UsageError(f"{model_name} is not a detection model; --score_threshold is for detection models")
+        if not 0 <= threshold <= 1:
+            raise UsageError(f"--score_threshold must be in [0, 1], got {threshold}")
+        options["score_threshold"] = threshold
     if args.top_k is None:
         return options
     if "top_k" not in accepted:
@@ -53,6 +63,27 @@ def predict_and_write(task, args, model_name, given):
     """Predict every input of ``given`` (from :func:`inputs`) and write one line each."""
     items, count, where = given
     options = predict_options(task, args, model_name)
+    draw_dir = getattr(args, "draw_dir", None)
+    if draw_dir and not hasattr(task, "draw"):
+        raise UsageError(f"{model_name} draws nothing; --output_dir is for detection models")
     with result_writer(args.output, as_json=args.json) as write:
-        for item, result in predict_in_order(task, items, args.batch_size, total=count, where=where, **options):
+        for n, (item, result) in enumerate(predict_in_order(task, items, args.batch_size, total=count, where=where,
+                                                            **options)):
             write(item, result)
+            if draw_dir:
+                _write_drawing(task, draw_dir, n, item, result)
+
+
+def _write_drawing(task, folder, n, item, result):
+    """Write input ``n`` with its boxes drawn as ``folder/<its file name>`` (``<n>.jpg`` for bytes or arrays)."""
+    import cv2
+    os.makedirs(folder, exist_ok=True)
+    name = os.path.basename(os.fspath(item)) if isinstance(item, (str, os.PathLike)) else f"{n:06d}.jpg"
+    extension = os.path.splitext(name)[1].lower()
+    if extension not in (".jpg", ".jpeg", ".png", ".bmp", ".webp"):
+        name, extension = name + ".jpg", ".jpg"
+    done, encoded = cv2.imencode(extension, cv2.cvtColor(task.draw(item, result), cv2.COLOR_RGB2BGR))
+    if not done:
+        raise UsageError(f"--output_dir: cannot encode {name}")
+    with atomic_write(os.path.join(folder, name), "wb") as f:
+        f.write(encoded.tobytes())

@@ -30,10 +30,15 @@ def add_arguments(parser):
                         help="run the network on oar's traced program (default) or on ONNX Runtime "
                              "(exported once; needs the export extra)")
     parser.add_argument("--eager", action="store_true", help="run the model eagerly instead of its traced program")
+    parser.add_argument("--score_threshold", type=float, metavar="S",
+                        help="the least score of a box listed (detection models; default: the model's)")
+    parser.add_argument("--output_dir", dest="draw_dir", metavar="DIR",
+                        help="also write each input image with its boxes drawn into DIR (detection models)")
     engine_arguments(parser)
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = "models, by task:\n" + _models_by_task() + \
-        "\n\nexamples:\n  oar run lac_pku --input_text \"今天是个好日子\"\n  oar run senta_bilstm --input_file - < reviews.txt"
+        "\n\nexamples:\n  oar run lac_pku --input_text \"今天是个好日子\"\n  oar run senta_bilstm --input_file - < reviews.txt\n"
+        "  oar run ssd_mobilenet_v1_shapes --input_path a.jpg b.jpg --output_dir drawn"
 
 
 def _check_input_kind(card, args):

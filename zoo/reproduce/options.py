@@ -6,7 +6,9 @@ import os
 from ..commands import flags
 from ..usage import UsageError
 
-__all__ = ["ReproduceOptions", "add_arguments", "from_args"]
+__all__ = ["ReproduceOptions", "add_arguments", "from_args", "FROM_RUNS_TARGETS"]
+
+FROM_RUNS_TARGETS = ("video", "detection")    # the groups whose procedures can evaluate earlier runs
 
 
 @dataclasses.dataclass
@@ -30,9 +32,9 @@ class ReproduceOptions:
         if self.seeds < 1:
             raise UsageError(f"--seeds must be at least 1, got {self.seeds}")
         if self.from_runs is not None:
-            if self.target != "video":
-                raise UsageError(f"--from_runs takes the runs of the video models: use it with target video, "
-                                 f"not {self.target}")
+            if self.target not in FROM_RUNS_TARGETS:
+                raise UsageError(f"--from_runs takes the runs of the video or detection models: use it with "
+                                 f"target {' or '.join(FROM_RUNS_TARGETS)}, not {self.target}")
             if not os.path.isdir(self.from_runs):
                 raise UsageError(f"--from_runs {self.from_runs}: no such folder")
         if self.cards is not None and self.target != "slim":
@@ -50,7 +52,8 @@ def add_arguments(parser):
                         help="write weights, catalog and RESULTS.md under <output_root>/dry_run/, not the repository")
     flags.quiet(parser)
     parser.add_argument("--from_runs", metavar="DIR",
-                        help="target video: evaluate DIR/<model> of earlier `oar train` runs instead of training")
+                        help="target video or detection: evaluate DIR/<model> of earlier `oar train` runs instead "
+                             "of training")
     parser.add_argument("--cards", nargs="+", metavar="NAME",
                         help="target slim: rebuild only these compressed cards (no RESULTS.md block is written)")
     parser.add_argument("--seeds", type=int, default=1, metavar="N",
