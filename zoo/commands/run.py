@@ -37,7 +37,7 @@ def add_arguments(parser):
     engine_arguments(parser)
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = "models, by task:\n" + _models_by_task() + \
-        "\n\nexamples:\n  oar run lac_pku --input_text \"今天是个好日子\"\n  oar run senta_bilstm --input_file - < reviews.txt\n"
+        "\n\nexamples:\n  oar run lac_pku --input_text \"今天是个好日子\"\n  oar run senta_bilstm --input_file - < reviews.txt\n" \
         "  oar run ssd_mobilenet_v1_shapes --input_path a.jpg b.jpg --output_dir drawn"
 
 
