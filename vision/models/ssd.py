@@ -19,6 +19,7 @@ from framework import nn
 
 from .common import ConvBNAct, register_variant
 from .mobilenet import V1_BLOCKS, MobileNetV1
+from .weights import WeightsError, read_weights
 
 __all__ = ["SSDMobileNetV1", "ssd_mobilenet_v1", "default_prior_sizes"]
 
@@ -49,6 +50,9 @@ class SSDMobileNetV1(nn.Layer):
         min_sizes, max_sizes: prior sizes per map, fractions of the image (None: :func:`default_prior_sizes`).
         aspect_ratios: per map, the ratios besides 1 (None: [2] on the first map, [2, 3] on the others).
         variances: the box-coding variances (centre, size).
+        pretrained: a weights file to start from: an SSD-MobileNetV1's (every entry whose name and shape
+            fit is loaded: all of it for the same classes, all but the class heads for others) or a
+            MobileNet V1's (its ``features``); the backbone's ``features`` must all be there.
 
     Shape: (N, 3, S, S) -> (N, P, 4 + C + 1): training [offsets | logits], eval [boxes | probabilities].
     """
@@ -56,7 +60,7 @@ class SSDMobileNetV1(nn.Layer):
     def __init__(self, num_classes: int = 20, scale: float = 1.0, image_size: int = 300,
                  source_blocks: list = (11, 13), extra_channels: list = (512, 256, 256, 128),
                  min_sizes: list = None, max_sizes: list = None, aspect_ratios: list = None,
-                 variances: list = (0.1, 0.2)):
+                 variances: list = (0.1, 0.2), pretrained: str = None):
         super().__init__()
         if num_classes < 1 or image_size < 32:
             raise ValueError(f"SSDMobileNetV1: num_classes must be >= 1 and image_size >= 32, got {num_classes}, "
@@ -101,6 +105,21 @@ class SSDMobileNetV1(nn.Layer):
         self.register_buffer("priors", F.prior_boxes(sizes, self.min_sizes, self.max_sizes, self.aspect_ratios),
                              persistable=False)
         self.num_priors = int(self.priors.shape[0])
+        if pretrained:
+            self.load_fitting(pretrained)
+
+    def load_fitting(self, path):
+        """Load every entry of the weights file ``path`` whose name and shape fit this model; the backbone's
+        ``features`` must all fit (else :class:`~vision.models.WeightsError` naming the file). Returns the
+        names loaded."""
+        state, own = read_weights(path), self.state_dict()
+        fitting = {k: v for k, v in state.items() if k in own and tuple(v.shape) == tuple(own[k].shape)}
+        missing = [k for k in own if k.startswith("features.") and k not in fitting]
+        if missing:
+            raise WeightsError(f"{path} does not fit SSDMobileNetV1's backbone: {len(missing)} features entries "
+                               f"missing or of another shape (first: {missing[0]} {tuple(own[missing[0]].shape)})")
+        self.set_state_dict({**{k: v.numpy() for k, v in own.items()}, **fitting})
+        return sorted(fitting)
 
     def feature_maps(self, x):
         """Images (N, 3, S, S) -> the list of feature maps the heads read."""

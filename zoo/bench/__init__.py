@@ -53,6 +53,7 @@ SUITES = {  # benchmark name -> module whose ``run_all(quick=False)`` measures i
     "predict": "zoo.bench.predict",
     "serve": "zoo.bench.serve",
     "vision": "zoo.bench.vision",
+    "detection": "zoo.bench.detection",
     "video_data": "zoo.bench.video_data",
     "video_models": "zoo.bench.video_models",
     "video_feature_models": "zoo.bench.video_feature_models",

@@ -3,7 +3,8 @@
 Every PyTorch model the project measures itself against lives here: the
 ResNets (:func:`torch_resnet`) and TSN/TSM on them (:func:`torch_tsm`), the
 LAC BiGRU-CRF (:func:`torch_lac`), Senta's BiLSTM and CNN
-(:func:`torch_senta`), SimNet's BOW (:func:`torch_simnet_bow`), and the three YouTube-8M feature models
+(:func:`torch_senta`), SimNet's BOW (:func:`torch_simnet_bow`), SSD-MobileNetV1
+(:func:`torch_ssd_mobilenet_v1`), and the three YouTube-8M feature models
 (:func:`torch_attention_cluster`, :func:`torch_attention_lstm`,
 :func:`torch_nextvlad`). PyTorch is never a dependency: it is imported in one
 place, :func:`torch_or_none`, on first use, so importing this module needs
@@ -12,7 +13,8 @@ nothing; a builder called without PyTorch raises an ImportError that says so.
 import os
 
 __all__ = ["TORCH_MISSING", "torch_or_none", "require_torch", "match_blas_threads", "blas_info", "torch_resnet",
-           "torch_tsm", "torch_lac", "torch_senta", "torch_simnet_bow", "torch_attention_cluster", "torch_attention_lstm", "torch_nextvlad"]
+           "torch_tsm", "torch_lac", "torch_senta", "torch_simnet_bow", "torch_attention_cluster", "torch_attention_lstm", "torch_nextvlad",
+           "torch_ssd_mobilenet_v1"]
 
 TORCH_MISSING = "the PyTorch reference models need PyTorch, which is not installed (pip install torch)"
 
@@ -419,6 +421,70 @@ def torch_nextvlad(feature_dims=(1024, 128), num_clusters=128, expansion=2, grou
             return self.classifier(hidden * gate)
 
     return NeXtVLAD()
+
+
+def torch_ssd_mobilenet_v1(num_classes, scale, source_blocks, extra_channels, anchors, priors, variances=(0.1, 0.2)):
+    """PyTorch SSD on MobileNet V1, :class:`vision.models.SSDMobileNetV1`'s twin: images (N, 3, S, S) ->
+    (N, P, 4 + C + 1), offsets and logits in training, decoded corner boxes and probabilities in eval mode.
+
+    Module and parameter names equal oar's (``features.{i}``, ``extras.{k}``, ``loc_heads.{k}``,
+    ``conf_heads.{k}``), so state dicts move between them unchanged. ``anchors``: priors per cell of each
+    map; ``priors`` (P, 4) centre-size, as the oar model's buffer.
+    """
+    torch = require_torch()
+    nn = torch.nn
+    blocks = ((64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2), (512, 1), (512, 1), (512, 1), (512, 1),
+              (512, 1), (1024, 2), (1024, 1))
+
+    def conv_bn(cin, cout, kernel, stride=1, groups=1):
+        return nn.Sequential(nn.Conv2d(cin, cout, kernel, stride, (kernel - 1) // 2, groups=groups, bias=False),
+                             nn.BatchNorm2d(cout, momentum=0.1), nn.ReLU(inplace=True))
+
+    class SSD(nn.Module):
+        def __init__(self):
+            super().__init__()
+            width = int(32 * scale)
+            layers, channels = [conv_bn(3, width, 3, 2)], []
+            for i, (out, stride) in enumerate(blocks, start=1):
+                out = int(out * scale)
+                layers.append(nn.Sequential(conv_bn(width, width, 3, stride, width), conv_bn(width, out, 1)))
+                width = out
+                if i in source_blocks:
+                    channels.append(out)
+            self.features = nn.Sequential(*layers)
+            extras = []
+            for out in extra_channels:
+                out = max(int(out * scale), 8)
+                extras.append(nn.Sequential(conv_bn(width, out // 2, 1), conv_bn(out // 2, out, 3, 2)))
+                channels.append(out)
+                width = out
+            self.extras = nn.ModuleList(extras)
+            self.loc_heads = nn.ModuleList([nn.Conv2d(c, a * 4, 3, padding=1) for c, a in zip(channels, anchors)])
+            self.conf_heads = nn.ModuleList([nn.Conv2d(c, a * (num_classes + 1), 3, padding=1)
+                                             for c, a in zip(channels, anchors)])
+            self.register_buffer("priors", torch.as_tensor(priors), persistent=False)
+
+        def forward(self, x):
+            maps = []
+            for i, layer in enumerate(self.features):
+                x = layer(x)
+                if i in source_blocks:
+                    maps.append(x)
+            for layer in self.extras:
+                x = layer(x)
+                maps.append(x)
+            n = x.shape[0]
+            loc = torch.cat([h(m).permute(0, 2, 3, 1).reshape(n, -1, 4) for m, h in zip(maps, self.loc_heads)], 1)
+            conf = torch.cat([h(m).permute(0, 2, 3, 1).reshape(n, -1, num_classes + 1)
+                              for m, h in zip(maps, self.conf_heads)], 1)
+            if self.training:
+                return torch.cat([loc, conf], -1)
+            p = self.priors
+            centre = p[:, :2] + loc[..., :2] * variances[0] * p[:, 2:]
+            half = p[:, 2:] * torch.exp(loc[..., 2:] * variances[1]) / 2
+            return torch.cat([centre - half, centre + half, torch.softmax(conf, -1)], -1)
+
+    return SSD()
 
 
 def blas_info():
