@@ -124,10 +124,24 @@ def _official_lac_rank(card):
     return load_rank_task()
 
 
+def _official_lac_seg(card):
+    """Baidu's official LAC segmentation-only model (the ``official_lac_seg`` loader)."""
+    from nlp.lac.seg import load_official_seg_task
+    return load_official_seg_task()
+
+
+def _paddlenlp_lac_2019(card):
+    """The 2019 PaddleNLP LAC from the parameters jieba 0.42.1 ships (the ``paddlenlp_lac_2019`` loader)."""
+    from nlp.lac.small import load_small_task
+    return load_small_task()
+
+
 # What an ``official`` card's ``loader`` may name: a fixed table, so that no file can choose code to import or run.
-LOADERS = {"official_lac": _official_lac, "official_lac_rank": _official_lac_rank}
+LOADERS = {"official_lac": _official_lac, "official_lac_rank": _official_lac_rank,
+           "official_lac_seg": _official_lac_seg, "paddlenlp_lac_2019": _paddlenlp_lac_2019}
 # The task each loader builds: an official card must serve that task.
-LOADER_TASKS = {"official_lac": "lexical_analysis", "official_lac_rank": "lexical_analysis"}
+LOADER_TASKS = {"official_lac": "lexical_analysis", "official_lac_rank": "lexical_analysis",
+                "official_lac_seg": "lexical_analysis", "paddlenlp_lac_2019": "lexical_analysis"}
 
 
 @dataclasses.dataclass

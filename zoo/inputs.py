@@ -225,7 +225,8 @@ def _format_topk(pairs):
 def format_result(result):
     """One readable line for a prediction dict.
 
-    LAC: ``word/tag`` pairs separated by spaces (words never hold spaces);
+    LAC: ``word/tag`` pairs separated by spaces (words never hold spaces), or the words alone for a model
+    that answers words only (``lac_seg``);
     detection: one line per box, ``label score x1,y1,x2,y2`` (an image with none: an empty line);
     classification: ``label<TAB>score``; top-k: ``label prob, …`` (video
     models with motion and shape groups: ``motion: … | shape: …``); an empty
@@ -238,6 +239,8 @@ def format_result(result):
                          for box, label, score in zip(result["boxes"], result["labels"], result["scores"]))
     if "words" in result and "tags" in result:
         return " ".join(f"{w}/{t}" for w, t in zip(result["words"], result["tags"]))
+    if list(result) == ["words"]:
+        return " ".join(result["words"])
     groups = [key for key in result if key.endswith("_topk")]
     if groups:
         return " | ".join(f"{key[:-len('_topk')]}: {_format_topk(result[key])}" for key in groups)

@@ -252,10 +252,11 @@ def _lexical(task, program, export):
                                   "tag; null: every path",
                 "ties": "the lowest tag id"},
                 "words": {"whitespace": task.whitespace,
-                          "rule": "a word starts at the first character, at every character whose tag ends in "
-                                  "B or S and (whitespace 'split') after whitespace; whitespace belongs to no "
-                                  "word under 'split'; a word's tag is its last character's tag without its "
-                                  "last two characters ('n-B' -> 'n', 'O' -> '')"}}}
+                          "rule": getattr(task, "word_rule", None) or (
+                              "a word starts at the first character, at every character whose tag ends in "
+                              "B or S and (whitespace 'split') after whitespace; whitespace belongs to no "
+                              "word under 'split'; a word's tag is its last character's tag without its "
+                              "last two characters ('n-B' -> 'n', 'O' -> '')")}}}
 
 
 def _frames(loader):
@@ -289,7 +290,8 @@ def _image(task, program, export):
             "postprocess": {"softmax": {"axis": -1}}}
 
 
-# Task class name -> its describer; a task not listed gets the generic part only.
+# Task class name -> its describer (a subclass takes its nearest listed base's); a task not listed gets the
+# generic part only. A lexical task may describe its own word rule (``word_rule``, a str).
 _DESCRIBERS = {"LexicalAnalysis": _lexical, "SentimentClassification": _sentiment, "TextMatching": _matching,
                "VideoRecognition": _video, "FeatureRecognition": _features, "ImageClassification": _image}
 
@@ -306,7 +308,7 @@ def describe(task, program, task_kind, directory, weights=None):
         weights: the export's weights file (relative), where LAC's CRF transition is found.
     """
     export = {"assets": _assets(directory), "directory": directory, "weights": weights}
-    describer = _DESCRIBERS.get(type(task).__name__)
+    describer = next((_DESCRIBERS[c.__name__] for c in type(task).__mro__ if c.__name__ in _DESCRIBERS), None)
     if describer is not None:
         part = describer(task, program, export)
     else:

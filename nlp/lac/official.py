@@ -8,8 +8,13 @@ names PER/LOC/ORG/TIME win), ``q2b.dic`` (``from\\tto``) and ``small_seg.dic``
 (``word count``, for the coarse segmentation). Tables are read with LAC's own
 rules (:mod:`nlp.lac.tables`).
 
+The same distribution holds the segmentation-only model ``LAC/seg_model/``
+(the same network at width 96 over 8,224 characters, tags ``-B -I -E -S``, the
+same files); every reader here takes the folder (``member``) it reads.
+
 The converted weights (float32) and tables are cached under
-``$OAR_HOME/converted/lac-2.1.2/`` as ``weights.npz`` and ``tables.json``, each
+``$OAR_HOME/converted/lac-2.1.2/`` (``lac-2.1.2-seg_model/`` for the seg model)
+as ``weights.npz`` and ``tables.json``, each
 stamped with the sha256 of the source files; a later load that finds the same
 stamp skips the conversion, any other stamp converts again. Processes that
 start together on a cold cache download, extract and convert once: each step
@@ -111,9 +116,10 @@ class OfficialTables:
                    segmenter=CoarseSegmenter(data["seg_words"], int(data["seg_total"])), oov_id=int(data["oov_id"]))
 
 
-def official_model_dir():
-    """The ``lac_model`` folder, fetched from the pinned ``LAC`` distribution into the cache on first use."""
-    return os.path.join(fw_fetch.fetch(LAC, [LAC_MODEL_DIR]), LAC_MODEL_DIR.rstrip("/"))
+def official_model_dir(member=LAC_MODEL_DIR):
+    """The model folder ``member`` (``LAC/lac_model/`` or ``LAC/seg_model/``), fetched from the pinned ``LAC``
+    distribution into the cache on first use."""
+    return os.path.join(fw_fetch.fetch(LAC, [member]), member.rstrip("/"))
 
 
 def source_files(model_dir):
@@ -162,8 +168,9 @@ def convert_official(model_dir):
     return state, read_official_tables(model_dir, state["crf.transition"].shape[1])
 
 
-def _cache_dir():
-    return os.path.join(fw_fetch.oar_home(), "converted", LAC.cache_name.lower())
+def _cache_dir(member):
+    suffix = "" if member == LAC_MODEL_DIR else "-" + os.path.basename(member.rstrip("/"))
+    return os.path.join(fw_fetch.oar_home(), "converted", LAC.cache_name.lower() + suffix)
 
 
 def _read_cache(cache_dir, digest):
@@ -191,19 +198,22 @@ def _write_cache(cache_dir, digest, state, tables):
         json.dump({"format": CACHE_FORMAT, "source_sha256": digest, **tables.to_json()}, f, ensure_ascii=False)
 
 
-def read_official(model_dir=None, cache_dir=None, use_cache=True):
-    """(float32 state dict of :class:`~nlp.lac.model.BiGRUCRF`, :class:`OfficialTables`) of the official model,
+def read_official(model_dir=None, cache_dir=None, use_cache=True, member=LAC_MODEL_DIR):
+    """(float32 state dict of :class:`~nlp.lac.model.BiGRUCRF`, :class:`OfficialTables`) of an official model,
     converted once and cached.
 
     Args:
-        model_dir: a ``lac_model`` folder (default: fetched from the pinned distribution).
-        cache_dir: where the converted files live (default ``$OAR_HOME/converted/lac-2.1.2``).
+        model_dir: a model folder in the layout of ``lac_model`` (default: ``member`` fetched from the pinned
+            distribution).
+        cache_dir: where the converted files live (default ``$OAR_HOME/converted/lac-2.1.2``, with
+            ``-seg_model`` for the seg model).
         use_cache: read and write the converted cache; False always converts from the source.
+        member: the distribution's model folder (``LAC/lac_model/``, ``LAC/seg_model/``) when ``model_dir`` is None.
     """
-    model_dir = model_dir or official_model_dir()
+    model_dir = model_dir or official_model_dir(member)
     if not use_cache:
         return convert_official(model_dir)
-    cache_dir = cache_dir or _cache_dir()
+    cache_dir = cache_dir or _cache_dir(member)
     digest = source_digest(model_dir)
     cached = _read_cache(cache_dir, digest)
     if cached is None:

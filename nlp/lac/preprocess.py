@@ -17,7 +17,7 @@ import numpy
 
 from nlp.data.text import code_points, full_to_half_codes
 
-__all__ = ["Preprocessor", "OfficialPreprocessor", "CharPreprocessor"]
+__all__ = ["Preprocessor", "OfficialPreprocessor", "CharPreprocessor", "TableCharPreprocessor"]
 
 
 class Preprocessor:
@@ -102,3 +102,38 @@ class CharPreprocessor(Preprocessor):
         sizes = numpy.fromiter(map(len, texts), dtype=numpy.int64, count=len(texts))
         ids = self.vocab.char_ids(full_to_half_codes(code_points("".join(texts))))
         return ids, sizes, numpy.ones(len(ids), dtype=numpy.int64)
+
+
+class TableCharPreprocessor(Preprocessor):
+    """One id per character through LAC's tables: ``word2id.get(q2b.get(c, c), oov_id)`` (LAC's
+    ``Dataset.word_to_ids`` on a text, as its ``seg`` model reads it and as the 2019 PaddleNLP LAC reader did).
+
+    Args:
+        word2id: ``{token: id}`` (a ``word.dic``).
+        q2b: ``{character: replacement}`` (LAC's ``q2b.dic``: full-width -> half-width, traditional -> simplified).
+        oov_id: the id of characters outside ``word2id``.
+    """
+
+    def __init__(self, word2id, q2b, oov_id):
+        self.word2id, self.q2b, self.oov_id = word2id, q2b, int(oov_id)
+        self._ids = {}                       # code point -> id, memoised
+
+    def _code_id(self, code):
+        found = self._ids.get(code)
+        if found is None:
+            char = chr(code)
+            found = self._ids[code] = self.word2id.get(self.q2b.get(char, char), self.oov_id)
+        return found
+
+    def encode(self, text):
+        """(ids, word_lengths) of ``text`` (str): one id per character, every length 1."""
+        ids, _, lengths = self.encode_batch([text])
+        return ids.tolist(), lengths.tolist()
+
+    def encode_batch(self, texts):
+        """(ids (M,), sizes (n,), word_lengths (M,)) int64 of ``texts`` (list of n str): one id per character,
+        all texts looked up together."""
+        sizes = numpy.fromiter(map(len, texts), dtype=numpy.int64, count=len(texts))
+        codes, where = numpy.unique(code_points("".join(texts)), return_inverse=True)
+        table = numpy.fromiter((self._code_id(code) for code in codes.tolist()), dtype=numpy.int64, count=len(codes))
+        return table[where.reshape(-1)], sizes, numpy.ones(int(sizes.sum()), dtype=numpy.int64)

@@ -22,7 +22,7 @@
   1,000 People's Daily test sentences written to one), every line at both batch
   sizes; the BLAS that ran (threadpoolctl) is in ``blas``. With
   ``$OAR_BENCH_LAC_MODE=rank`` the models are ``lac_rank`` and the engine runs
-  ``LAC(mode="rank")``.
+  ``LAC(mode="rank")``; with ``seg``, ``lac_seg`` beside ``LAC(mode="seg")``.
 
 Every timing is the best of ``repeat`` runs after a warm-up, as wall time and
 as this process's CPU time (``time.process_time``): on a shared machine the CPU
@@ -127,8 +127,8 @@ def peoples_daily_test_texts(limit=None):
 TEXTS_ENV = "OAR_BENCH_LAC_TEXTS"          # a sentence file, one a line (default: People's Daily test sentences)
 RUNTIMES_ENV = "OAR_BENCH_LAC_RUNTIMES"    # comma list of static, eager, onnxruntime (default: all available)
 THREADS_ENV = "OAR_BENCH_LAC_THREADS"      # comma list of thread counts, each in its own process (default 1,2)
-MODE_ENV = "OAR_BENCH_LAC_MODE"            # lac (default: lac and lac_pku) or rank (lac_rank), the engine's mode
-MODE_MODELS = {"lac": ("lac", "lac_pku"), "rank": ("lac_rank",)}
+MODE_ENV = "OAR_BENCH_LAC_MODE"            # lac (default: lac and lac_pku), rank (lac_rank) or seg (lac_seg)
+MODE_MODELS = {"lac": ("lac", "lac_pku"), "rank": ("lac_rank",), "seg": ("lac_seg",)}
 DEFAULT_SENTENCES = 1000
 
 

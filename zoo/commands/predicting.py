@@ -8,7 +8,7 @@ from framework.serialization import atomic_write
 from ..inputs import count_lines, predict_in_order, read_lines, result_writer
 from ..usage import UsageError
 
-__all__ = ["input_arguments", "inputs", "predict_options", "predict_and_write"]
+__all__ = ["input_arguments", "inputs", "predict_options", "predict_and_write", "check_user_dict", "use_user_dict"]
 
 
 def input_arguments(parser):
@@ -35,6 +35,30 @@ def inputs(args):
     flag = "--input_text" if args.input_text else "--input_path"
     given = args.input_text or args.input_path
     return given, len(given), lambda n: f"{flag} value {n} ({given[n - 1]!r})"
+
+
+def check_user_dict(card, args):
+    """Refuse ``--user_dict`` before a model loads: for a model that is not a lexical analysis one, and with
+    ``--engine ray`` (its actors load the model themselves)."""
+    path = getattr(args, "user_dict", None)
+    if path is None:
+        return
+    if card.task != "lexical_analysis":
+        raise UsageError(f"{card.name} is a {card.task} model; --user_dict is for lexical analysis models")
+    if args.engine == "ray":
+        raise UsageError("--user_dict does not go with --engine ray")
+
+
+def use_user_dict(task, args):
+    """Give ``task`` the user dictionary of ``--user_dict`` (LAC's format, :mod:`nlp.lac.customization`); a model
+    that applies none (``lac_small``) is a usage error."""
+    from nlp.lac.small import NoUserDictionaryError
+    if getattr(args, "user_dict", None) is None:
+        return
+    try:
+        task.load_customization(args.user_dict)
+    except NoUserDictionaryError as err:
+        raise UsageError(f"--user_dict: {err}") from None
 
 
 def predict_options(task, args, model_name):

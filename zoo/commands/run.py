@@ -8,7 +8,7 @@ from ..ray import add_arguments as engine_arguments, run as run_on_ray
 from ..tasks import TASK_TABLE
 from ..usage import UsageError
 from . import flags
-from .predicting import input_arguments, inputs, predict_and_write, predict_options
+from .predicting import check_user_dict, input_arguments, inputs, predict_and_write, predict_options, use_user_dict
 
 __all__ = ["add_arguments", "run"]
 
@@ -30,6 +30,9 @@ def add_arguments(parser):
                         help="run the network on oar's traced program (default) or on ONNX Runtime "
                              "(exported once; needs the export extra)")
     parser.add_argument("--eager", action="store_true", help="run the model eagerly instead of its traced program")
+    parser.add_argument("--user_dict", metavar="FILE",
+                        help="a user dictionary in LAC's format (lexical analysis models that apply one: lac, "
+                             "lac_seg, ...), one phrase a line: 春天/SEASON, 花开, 花/n 开/v")
     parser.add_argument("--score_threshold", type=float, metavar="S",
                         help="the least score of a box listed (detection models; default: the model's)")
     parser.add_argument("--output_dir", dest="draw_dir", metavar="DIR",
@@ -58,6 +61,7 @@ def run(args):
     card = resolve(args.name)
     if args.eager and args.runtime != "oar":
         raise UsageError("--eager runs oar's eager model; it does not go with --runtime onnxruntime")
+    check_user_dict(card, args)
     if args.engine == "ray":                # Ray Data reads the lines (texts, or paths for a path model) and writes
         if not args.input_file:             # the shards (zoo/ray.py)
             raise UsageError("--engine ray reads --input_file (a path or URL with one input per line)")
@@ -68,4 +72,5 @@ def run(args):
     _check_input_kind(card, args)
     given = inputs(args)                    # a missing or unreadable input file fails before the model loads
     task = load(card, device=args.device, static=not args.eager, runtime=args.runtime)
+    use_user_dict(task, args)
     predict_and_write(task, args, card.name, given)

@@ -147,6 +147,7 @@ def train_and_measure(entry, options, extra_overrides=(), cfg=None, from_run=Non
 
 # What a card's ``reproduce.procedure`` may name: procedure -> (module of this package, function).
 PROCEDURES = {"lac": (".lac", "reproduce_lac"), "lac_pku": (".lac", "reproduce_lac_pku"),
+              "lac_seg": (".lac", "reproduce_lac_seg"), "lac_small": (".lac", "reproduce_lac_small"),
               "senta": (".senta", "reproduce_senta"), "simnet": (".simnet", "reproduce"),
               "slim": (".slim", "reproduce_slim"), "video": (".video", "reproduce_video")}
 

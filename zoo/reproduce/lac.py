@@ -19,6 +19,9 @@ Both score on the People's Daily 1998-01 test split with
 - :func:`reproduce_lac` runs the official LAC model on the test split's raw
   text (one corpus line per input) and scores its words and tags against the
   gold ones, renaming its entity tags with :data:`nlp.lac.metrics.OFFICIAL_TAG_MAP`.
+- :func:`reproduce_lac_seg` and :func:`reproduce_lac_small` do the same for
+  the official seg model (its words only: segmentation P/R/F1) and the 2019
+  PaddleNLP LAC (words and tags, its entity tags renamed the same way).
 """
 import datetime
 import json
@@ -36,7 +39,7 @@ from nlp.lac.task import load_official_task
 
 from . import recipe_config, destination, machine_description, train_and_measure
 
-__all__ = ["reproduce_lac_pku", "reproduce_lac", "metrics_table"]
+__all__ = ["reproduce_lac_pku", "reproduce_lac", "reproduce_lac_seg", "reproduce_lac_small", "metrics_table"]
 
 
 def metrics_table(metrics):
@@ -182,3 +185,48 @@ def _limit(overrides):
             raise ConfigError(f"oar reproduce lac: the only override is limit=N (N >= 1 test lines), got {item!r}")
         limit = int(value)
     return limit
+
+
+def _scored(options, predict, tag_map=None):
+    """(gold sentences, metrics, split name, run facts) of ``predict`` (texts -> ``{"words", "tags"}``) on the
+    test split, or its first N lines with the override ``limit=N``."""
+    limit = _limit(options.overrides)
+    start_wall, start_cpu, load_before = time.time(), time.process_time(), os.getloadavg()[0]
+    gold = read_sentences("test")[:limit]
+    metrics = score_sentences(predict, gold, tag_map=tag_map)
+    facts = _run_facts(time.time() - start_wall, time.process_time() - start_cpu, load_before, options)
+    return gold, metrics, "test" if limit is None else f"test[:{limit}]", facts
+
+
+def reproduce_lac_seg(entry, options):
+    """Score the official seg model's words on the test split (segmentation P/R/F1; ``limit=N`` as for
+    :func:`reproduce_lac`); returns the outcome."""
+    from nlp.lac.seg import load_official_seg_task
+    task = load_official_seg_task()
+
+    def predict(texts):
+        return [{"words": r["words"], "tags": [""] * len(r["words"])} for r in task.predict_raw(texts)]
+    gold, metrics, split, facts = _scored(options, predict)
+    metrics = {k: v for k, v in metrics.items() if k.startswith("seg_")}
+    text = (f"### lac_seg (`oar reproduce lac_seg`)\n\n"
+            f"Baidu's official LAC 2.1.2 segmentation model (`LAC(mode=\"seg\")`) on oar, run on the raw text of "
+            f"the People's Daily 1998-01 {split} split ({len(gold)} lines, one input each); its words scored "
+            f"against the PKU gold words (LAC's own segmentation standard, see `lac` above).\n\n"
+            f"| | P | R | F1 |\n|---|---|---|---|\n| segmentation | {metrics['seg_p']:.4f} | {metrics['seg_r']:.4f} | "
+            f"{metrics['seg_f1']:.4f} |\n\n{facts}")
+    return {"metrics": _rounded(split, metrics), "results_text": text}
+
+
+def reproduce_lac_small(entry, options):
+    """Score the 2019 PaddleNLP LAC on the test split as :func:`reproduce_lac` scores the official model;
+    returns the outcome."""
+    from nlp.lac.small import load_small_task
+    gold, metrics, split, facts = _scored(options, load_small_task().predict_raw, tag_map=OFFICIAL_TAG_MAP)
+    mapping = ", ".join(f"{k} -> {v}" for k, v in OFFICIAL_TAG_MAP.items())
+    text = (f"### lac_small (`oar reproduce lac_small`)\n\n"
+            f"The 2019 PaddleNLP LAC (the parameters jieba 0.42.1 ships) on oar, run on the raw text of the "
+            f"People's Daily 1998-01 {split} split ({len(gold)} lines, one input each) and scored against the PKU "
+            f"gold words and tags, its entity tags renamed {mapping} (it also writes nr, ns, nt and t itself).\n\n"
+            f"{metrics_table(metrics)}\n\n{facts}")
+    tags = "/".join(OFFICIAL_TAG_MAP) + " as " + "/".join(OFFICIAL_TAG_MAP.values())
+    return {"metrics": _rounded(f"{split}, {tags}", metrics), "results_text": text}
