@@ -25,7 +25,7 @@ from .card import Card, CardError, Weights
 from .catalog import card as zoo_card
 from .tasks import spec_of_type
 
-__all__ = ["resolve", "COMPRESSED_WEIGHTS", "COMPRESS_REPORT", "ACCEPTED"]
+__all__ = ["resolve", "run_weights", "COMPRESSED_WEIGHTS", "COMPRESS_REPORT", "ACCEPTED"]
 
 COMPRESSED_WEIGHTS = "weights.npz"      # in a run directory of `oar compress`: the compressed weights
 COMPRESS_REPORT = "report.json"         # … and what it measured, with the model it came from ("model")
@@ -56,6 +56,17 @@ def resolve(name_or_path):
     return zoo_card(given)
 
 
+def run_weights(folder):
+    """``(weights file, kind)`` of the run directory ``folder``: ``best.npz``, else ``last.npz`` (``trained``),
+    else ``weights.npz`` (``compressed``); ``(best.npz's path, "trained")`` when it holds none, a missing file
+    the loader then names."""
+    trained = best_checkpoint(folder)
+    compressed = os.path.join(folder, COMPRESSED_WEIGHTS)
+    if not os.path.isfile(trained) and os.path.isfile(compressed):
+        return compressed, "compressed"
+    return trained, "trained"
+
+
 def _run_card(folder):
     """The card of a run directory: ``trained`` with ``best.npz``/``last.npz``, ``compressed`` with
     ``weights.npz``."""
@@ -68,17 +79,16 @@ def _run_card(folder):
     name = os.path.basename(os.path.abspath(folder))
     common = {"name": name, "task": spec.name if spec else task_type, "folder": folder, "origin": "run",
               "config": RUN_CONFIG}
-    trained = best_checkpoint(folder)
-    if os.path.isfile(trained):
-        weights = os.path.relpath(trained, folder)
-        return Card(kind="trained", weights=Weights(weights, sha256_of(trained)),
+    path, kind = run_weights(folder)
+    if kind == "trained" and os.path.isfile(path):
+        weights = os.path.relpath(path, folder)
+        return Card(kind="trained", weights=Weights(weights, sha256_of(path)),
                     source=f"oar train ({weights} of the run {name})", **common)
-    compressed = os.path.join(folder, COMPRESSED_WEIGHTS)
-    if os.path.isfile(compressed):
+    if kind == "compressed":
         report_path = os.path.join(folder, COMPRESS_REPORT)
         report = read_json(report_path, what="a compress report") if os.path.isfile(report_path) else {}
         origin = report.get("model") if isinstance(report.get("model"), str) else "an unknown model"
-        return Card(kind="compressed", weights=Weights(COMPRESSED_WEIGHTS, sha256_of(compressed)),
+        return Card(kind="compressed", weights=Weights(COMPRESSED_WEIGHTS, sha256_of(path)),
                     compressed_from=origin, source=f"oar compress ({report.get('strategy', 'compressed')} of "
                     f"{origin})", **common)
     raise CardError(f"{folder} holds {RUN_CONFIG} but no weights (best.npz, last.npz or {COMPRESSED_WEIGHTS}); "

@@ -7,7 +7,8 @@ point at copies inside the directory (paths relative to it), those copies
 (every vocabulary, label list, lexicon, tokeniser model or class-names file
 the task read or built, :meth:`framework.engine.Task.save_assets`) and
 ``assets.json``, which records for each config key so rewritten the copy, its
-sha256 and the value the config gave. Checkpoints carry the same record.
+sha256 and the value the config gave (a path written relative to the run
+directory). Checkpoints carry the same record.
 Every other file or folder the config names by a relative path (data files,
 list files, class-name files, pretrained weights: the keys of
 :data:`PATH_KEYS`, or ending in ``_file``, ``_path``, ``_dir``, ``_weights``)
@@ -163,11 +164,32 @@ def _shown_path(path):
     return os.path.relpath(path) if inside else os.path.basename(str(path))
 
 
-def _shown_given(value):
-    """A config value as ``assets.json`` records it: each path in it as :func:`_shown_path` shows it."""
+def _given_in_run(value, output_dir):
+    """A file value of the config as ``assets.json`` records it: each local path in it relative to the run
+    directory ``output_dir`` (:func:`_given_resolved` reads it back); URLs and non-strings unchanged."""
     if isinstance(value, list):
-        return [_shown_given(v) for v in value]
-    return _shown_path(value) if isinstance(value, str) else value
+        return [_given_in_run(v, output_dir) for v in value]
+    if isinstance(value, str) and value and "://" not in value:
+        return os.path.relpath(os.path.abspath(value), output_dir)
+    return value
+
+
+def _given_resolved(value, output_dir):
+    """A recorded ``given`` value (:func:`_given_in_run`) as a path from the working directory."""
+    if isinstance(value, list):
+        return [_given_resolved(v, output_dir) for v in value]
+    if isinstance(value, str) and value and "://" not in value and not os.path.isabs(value):
+        return os.path.normpath(os.path.join(output_dir, value))
+    return value
+
+
+def _same_files(given, recorded):
+    """True when the config value ``given`` names the same files as ``recorded`` (paths compared absolute)."""
+    if isinstance(given, list) and isinstance(recorded, list):
+        return len(given) == len(recorded) and all(_same_files(a, b) for a, b in zip(given, recorded))
+    if isinstance(given, str) and isinstance(recorded, str):
+        return os.path.abspath(given) == os.path.abspath(recorded)
+    return given == recorded
 
 
 def _is_path_key(key):
@@ -222,7 +244,7 @@ def save_run(cfg, task, output_dir):
         manifest = {}
         for key, entry in assets.items():
             given = _get_key(cfg, key)
-            manifest[key] = {**entry, **({} if given is _MISSING else {"given": _shown_given(_plain(given))})}
+            manifest[key] = {**entry, **({} if given is _MISSING else {"given": _given_in_run(_plain(given), output_dir)})}
             _set_key(run_cfg, key, entry["value"])
         paths = {key: value for key, value in _relative_paths(run_cfg, output_dir).items() if key not in assets}
         source = _shown_path(cfg.get(SOURCE_KEY))
@@ -267,7 +289,8 @@ def run_config(cfg, output_dir):
         paths = _checked_copies(key, entry, output_dir)
         _set_key(sections, key, paths if isinstance(value, list) else paths[0])
         if "given" in entry:
-            _set_key(trained, key, entry["given"])
+            recorded, given = _given_resolved(entry["given"], output_dir), _get_key(cfg, key)
+            _set_key(trained, key, given if _same_files(_plain(given), recorded) else recorded)
         else:
             _delete_key(trained, key)
     relative = _read_paths(output_dir)

@@ -59,7 +59,7 @@ def test_a_run_holds_its_resolved_config_and_its_files(tmp_path):
     assert (run / "labels.txt").read_text(encoding="utf-8") == "inner\nouter\n"
     manifest = json.loads((run / "assets.json").read_text(encoding="utf-8"))
     assert manifest["task.labels"]["value"] == "labels.txt"
-    assert manifest["task.labels"]["given"] == str(tmp_path / "names.txt")
+    assert manifest["task.labels"]["given"] == os.path.join("..", "names.txt")      # relative to the run dir
     assert len(manifest["task.labels"]["sha256"]) == 64
     for name in ("best.npz", "last.npz"):                                             # checkpoints carry the record
         state = load_checkpoint(str(run / name))

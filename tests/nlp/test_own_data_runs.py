@@ -96,7 +96,8 @@ def test_tagger_run_keeps_its_tag_set_and_vocabulary(in_repo):
     with open(os.path.join(ROOT, "zoo", "weights", "lac_pku.vocab.txt"), "rb") as f:
         assert open(os.path.join(run, "vocab.txt"), "rb").read() == f.read()
     manifest = json.load(open(os.path.join(run, "assets.json"), encoding="utf-8"))
-    assert manifest["task.tagged_file"] == {"value": None, "sha256": None, "given": str(tagged)}
+    assert manifest["task.tagged_file"] == {"value": None, "sha256": None,
+                                            "given": os.path.relpath(str(tagged), run)}   # relative to the run
 
     best = os.path.join(run, "best.npz")
     runner.load_weights(trainer.task.model, best)

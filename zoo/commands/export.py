@@ -23,7 +23,7 @@ def run(args):
         raise UsageError(f"--output {args.output} exists and is not a directory; give a new or empty directory")
     if os.path.isdir(args.output) and os.listdir(args.output) and not exported.is_export(args.output):
         raise UsageError(f"--output {args.output} exists and is not an export directory; give a new or empty one")
-    if os.path.abspath(args.output) == os.path.abspath(args.name):
+    if os.path.isdir(args.name) and os.path.abspath(args.output) == os.path.abspath(args.name):
         raise UsageError(f"--output {args.output} is the model being exported; give another directory")
     manifest = export(args.name, args.output, formats=("oar", args.format))
     card = manifest["card"]

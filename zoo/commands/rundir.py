@@ -5,14 +5,13 @@ import os
 from framework import set_device
 from framework.config import load_config
 from framework.engine import runner
-from framework.engine.run_dir import best_checkpoint
 
 from ..registration import register_everything
-from ..resolver import resolve
+from ..resolver import run_weights
 from ..usage import UsageError
 from . import flags
 
-__all__ = ["config_arguments", "run_dir_arguments", "setup", "checkpoint", "weights_of"]
+__all__ = ["config_arguments", "run_dir_arguments", "setup", "weights_of"]
 
 
 def config_arguments(parser, config_required=True):
@@ -54,16 +53,8 @@ def setup(args, for_inference):
     return cfg, output_dir
 
 
-def checkpoint(args, output_dir):
-    """``--checkpoint``, else ``best.npz`` of the run, else its ``last.npz``."""
-    return args.checkpoint or best_checkpoint(output_dir)
-
-
 def weights_of(args, output_dir):
-    """``(weights file, kind)`` to predict or evaluate with: ``--checkpoint`` (plain weights), else the
-    weights of the run directory as its card says (:func:`zoo.resolver.resolve`: ``best.npz`` or
-    ``last.npz`` of ``oar train``, the compressed ``weights.npz`` of ``oar compress``)."""
-    if args.checkpoint or not os.path.isfile(os.path.join(output_dir, "config.yaml")):
-        return checkpoint(args, output_dir), "trained"
-    card = resolve(output_dir)
-    return os.path.join(output_dir, card.weights.path), card.kind
+    """``(weights file, kind)`` to predict or evaluate with: ``--checkpoint`` (plain weights), else the run
+    directory's (:func:`zoo.resolver.run_weights`: ``best.npz`` or ``last.npz`` of ``oar train``, the
+    compressed ``weights.npz`` of ``oar compress``)."""
+    return (args.checkpoint, "trained") if args.checkpoint else run_weights(output_dir)
