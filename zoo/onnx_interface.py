@@ -171,9 +171,8 @@ def _text_pipeline(task, assets, program, vocab_key):
 
 
 def _sentiment(task, program, export):
-    from nlp.senta.data import LABEL_NAMES
     inputs = {"ids": "token ids, one row per text, padded with the pad id", "lengths": "tokens per row (>= 1)"}
-    return {"meanings": inputs, "kind": "logits", "then": "softmax over the last axis", "labels": list(LABEL_NAMES),
+    return {"meanings": inputs, "kind": "logits", "then": "softmax over the last axis", "labels": list(task.label_names),
             "preprocess": {"text": _text_pipeline(task, export["assets"], program, "task.vocab")},
             "postprocess": {"softmax": {"axis": -1},
                             "result": {"label": "labels[argmax]", "score": "the probability of that label"}}}

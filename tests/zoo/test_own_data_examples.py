@@ -127,7 +127,9 @@ def test_a_tag_count_that_does_not_fit_the_model_names_the_right_one(tmp_path):
     (LAC, "甲/n 乙/n\n丙/n 丁\n", "{path}:2: token '丁' is not of the form word/TAG"),
     (LAC, "甲/n\n乙/n\n", "{path}: its 2 sentence(s) leave split 'train' empty"),
     (SENTIMENT, "1\t好\n0 差\n", "{path}:2: expected 'label<TAB>text', found no tab in '0 差'"),
-    (SENTIMENT, "1\t好\nbad\t差\n", "{path}:2: label must be 0, 1, negative or positive, got 'bad'"),
+    (SENTIMENT, "good\t好\ngood\t差\n", "{path}: a classifier needs two or more classes, the labels are ['good']"),
+    (SENTIMENT, "a\t好\nb\t差\nc\t中\n", "SentimentClassification: 3 classes (a, b, c) for a model with 2; "
+                                        "set model.num_classes: 3"),
 ])
 def test_a_malformed_user_file_is_one_line_naming_file_and_line(tmp_path, config, content, message):
     path = tmp_path / "mine.txt"

@@ -5,8 +5,9 @@ import pytest
 from framework.config import ConfigError
 from framework.errors import MissingFileError
 from framework.fetch import FetchError
-from nlp.senta.data import (LABEL_NAMES, SentimentFile, SentimentReviews, load_reviews, parse_label,
-                              read_drop_file, read_label_file, split_reviews, write_drop_file)
+from nlp.senta.data import (LABEL_NAMES, SentimentFile, SentimentReviews, file_label_names, label_names,
+                              load_reviews, parse_label, read_drop_file, read_label_file, read_label_names,
+                              split_reviews, write_drop_file)
 from nlp.data.text import TextFormatError
 
 
@@ -73,13 +74,13 @@ def test_label_file_reads_header_names_and_tabs_in_text(tmp_path):
 
 @pytest.mark.parametrize("content, line, problem", [
     ("1\tgood\n0 bad without a tab\n", 2, "found no tab"),
-    ("1\tgood\n\n0\tbad\n2\tthird class\n", 4, "label must be 0, 1, negative or positive"),
+    ("1\tgood\n\n0\tbad\n2\tthird class\n", 4, "label must be 0, 1, negative or positive, got '2'"),
 ])
 def test_malformed_label_file_names_the_line(tmp_path, content, line, problem):
     path = tmp_path / "bad.tsv"
     path.write_text(content, encoding="utf-8")
     with pytest.raises(TextFormatError, match=f"bad.tsv:{line}: .*{problem}"):
-        read_label_file(str(path))
+        read_label_file(str(path), LABEL_NAMES)
 
 
 def test_missing_label_file_and_label_names(tmp_path):
@@ -87,6 +88,25 @@ def test_missing_label_file_and_label_names(tmp_path):
         read_label_file(str(tmp_path / "none.tsv"))
     assert [parse_label(v) for v in ("0", " 1 ", "negative", "Positive")] == [0, 1, 0, 1]
     assert LABEL_NAMES == ("negative", "positive")
+
+
+def test_a_file_names_its_classes_by_its_own_labels(tmp_path):
+    assert label_names(["1", "0", "Negative"]) == LABEL_NAMES
+    assert label_names([" service", "delivery", "quality", "service"]) == ("delivery", "quality", "service")
+    assert label_names(["10", "2", "1"]) == ("1", "2", "10")                # integers sorted as numbers
+    with pytest.raises(ValueError, match="two or more classes, the labels are \\['spam'\\]"):
+        label_names(["spam", "spam"])
+    path = tmp_path / "topics.tsv"
+    path.write_text("label\ttext\nservice\t客服好\ndelivery\t快递快\nquality\t质量好\nservice\t态度差\n",
+                    encoding="utf-8")
+    assert file_label_names(str(path)) == ("delivery", "quality", "service")
+    assert [item["label"] for item in SentimentFile(str(path))] == [2, 0, 1, 2]
+    given = SentimentFile(str(path), labels=["service", "quality", "delivery"])
+    assert given.label_names == ("service", "quality", "delivery") and [i["label"] for i in given] == [0, 2, 1, 0]
+    with pytest.raises(TextFormatError, match="topics.tsv:3: label must be one of service, quality, got 'delivery'"):
+        SentimentFile(str(path), labels=["service", "quality"])
+    with pytest.raises(ConfigError, match="two or more distinct non-empty class names"):
+        read_label_names(["a", "a"])
 
 
 def test_a_file_read_whole_keeps_every_example_and_a_bad_split_is_named(tmp_path):

@@ -4,11 +4,22 @@ import math
 import numpy
 import pytest
 
-from nlp.senta.metrics import mcnemar_p, scores_of
+from nlp.senta.metrics import ClassReport, mcnemar_p, scores_of, sentiment_metrics
 
 
 def test_scores_of_predicted_ids():
     assert scores_of([1, 1, 0, 0], [1, 0, 0, 0]) == pytest.approx({"acc": 0.75, "macro_f1": (2 / 3 + 0.8) / 2})
+
+
+def test_the_class_report_gives_each_named_class_its_precision_recall_f1_and_support():
+    report = ClassReport(["delivery", "quality", "service"])
+    report.update({"pred": numpy.array([0, 0, 1, 2, 2, 0])}, {"label": numpy.array([0, 1, 1, 2, 0, 0])})
+    assert report.compute() == pytest.approx({
+        "precision/delivery": 2 / 3, "recall/delivery": 2 / 3, "f1/delivery": 2 / 3, "support/delivery": 3,
+        "precision/quality": 1.0, "recall/quality": 0.5, "f1/quality": 2 / 3, "support/quality": 2,
+        "precision/service": 0.5, "recall/service": 1.0, "f1/service": 2 / 3, "support/service": 1})
+    assert [type(m).__name__ for m in sentiment_metrics(("a", "b", "c"))] == ["Accuracy", "MacroF1", "ClassReport"]
+    assert sentiment_metrics(("a", "b", "c"))[1].num_classes == 3
 
 
 def test_mcnemar_counts_only_the_lines_where_the_two_disagree():
