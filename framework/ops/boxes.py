@@ -215,7 +215,8 @@ def hard_negative_mask(losses, classes, neg_pos_ratio=3.0):
     xp = backend.get_array_module(loss)
     positive = cls > 0
     background = xp.where(positive, -xp.inf, loss)
-    order = xp.argsort(-background, axis=1, kind="stable")                            # (N, P), hardest first
+    stable = {"kind": "stable"} if xp is numpy else {}                                 # CuPy's sort is stable
+    order = xp.argsort(-background, axis=1, **stable)                                  # (N, P), hardest first
     rank = xp.argsort(order, axis=1)                                                    # (N, P), 0 = hardest
     count = xp.minimum(xp.floor(neg_pos_ratio * positive.sum(axis=1)), (~positive).sum(axis=1))   # (N,)
     return Tensor((rank < count[:, None]) & ~positive)

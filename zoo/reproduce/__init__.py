@@ -149,7 +149,8 @@ def train_and_measure(entry, options, extra_overrides=(), cfg=None, from_run=Non
 PROCEDURES = {"lac": (".lac", "reproduce_lac"), "lac_pku": (".lac", "reproduce_lac_pku"),
               "lac_seg": (".lac", "reproduce_lac_seg"), "lac_small": (".lac", "reproduce_lac_small"),
               "senta": (".senta", "reproduce_senta"), "simnet": (".simnet", "reproduce"),
-              "slim": (".slim", "reproduce_slim"), "video": (".video", "reproduce_video")}
+              "slim": (".slim", "reproduce_slim"), "video": (".video", "reproduce_video"),
+              "detection": (".detection", "reproduce_detection")}
 
 
 def _procedure(entry):

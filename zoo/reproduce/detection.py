@@ -19,7 +19,7 @@ from framework.engine import runner
 from vision.data.detection_heldout import make_heldout_detection_set
 from vision.data.detection_shapes import make_detection_shapes
 
-from . import card_config, machine_description, train_and_measure
+from . import machine_description, recipe_config, train_and_measure
 
 __all__ = ["SET_SIZES", "HELDOUT_IMAGES", "prepare_sets", "results_text", "reproduce_detection"]
 
@@ -41,6 +41,8 @@ def prepare_sets(output_root):
 def results_text(entry, metrics, minutes):
     """The RESULTS.md block: the metrics table, the commands and the machine."""
     return "\n".join([
+        f"### {entry.name} (`oar reproduce detection`)",
+        "",
         f"SSD-MobileNetV1 (`{entry.config}`) on the generated shapes-detection set "
         f"({SET_SIZES['num_train']} training images; six classes), CPU, {machine_description()}, "
         f"{datetime.date.today().isoformat()}.",
@@ -62,7 +64,7 @@ def reproduce_detection(entry, options):
     roots = tuple(f"data.{split}.root={shapes}" for split in ("train", "eval", "test"))
     from_run = os.path.join(options.from_runs, entry.name) if getattr(options, "from_runs", None) else None
     outcome = train_and_measure(entry, options, roots, from_run=from_run)
-    cfg = card_config(entry, options, roots + (f"data.test.root={heldout}",))
+    cfg = recipe_config(entry, options, roots + (f"data.test.root={heldout}",))
     held = runner.evaluate_config(cfg, outcome["checkpoint"], split="test", device=options.device)
     metrics = {**outcome["metrics"], "map_heldout": round(float(held["map"]), 4)}
     minutes = outcome["train_minutes"] or 0.0
