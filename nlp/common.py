@@ -6,7 +6,8 @@ Both tasks turn raw text into token ids the same way:
   ``char`` by default, ``sentencepiece``, or LAC's words, ``lac_word``, which
   it registers by importing :mod:`nlp.lac.tokenizer`);
 - a vocabulary read from a file or built once from the training texts and
-  cached beside the tokeniser's artefacts (:func:`task_vocab`, :func:`cached_vocab`);
+  cached beside the tokeniser's artefacts (:func:`task_vocab`, :func:`cached_vocab`), or the fixed one
+  of a tokeniser that has its own (``lac``, LAC's tokens: :mod:`nlp.lac.encoder`);
 - at most ``max_len`` tokens per text, an empty text one unknown token
   (:class:`TokenEncoder`, the base of both tasks' collators);
 - a run directory keeps the vocabulary and a SentencePiece model (:func:`text_task_assets`).
@@ -37,7 +38,7 @@ class VocabularyNotFoundError(ConfigError, FileNotFoundError):
 
 def build_text_tokenizer(cfg):
     """The tokeniser of a text task's ``tokenizer`` section (``{type: char}`` when None)."""
-    from nlp.lac import tokenizer  # noqa: F401  (registers lac_word; imported here so the models need not load LAC)
+    from nlp.lac import encoder, tokenizer  # noqa: F401  (register lac and lac_word; here so the models need not load LAC)
     return build_tokenizer(cfg or {"type": "char"}, where="task.tokenizer")
 
 
@@ -62,8 +63,11 @@ def cached_vocab(tokenizer, folder, train, other=(), min_freq=2, max_size=None):
     """Fit ``tokenizer`` on the training texts ``train`` (``other``: texts it will see later) keeping its
     artefacts in ``folder``, and build the vocabulary of the tokens seen at least ``min_freq`` times in
     ``train``, most frequent first, at most ``max_size`` entries with pad and unk; the vocabulary is cached
-    as ``folder/vocab_min<min_freq>_max<max_size or 0>.txt`` and read from there next time. Returns a Vocab."""
+    as ``folder/vocab_min<min_freq>_max<max_size or 0>.txt`` and read from there next time. A tokeniser with
+    a fixed vocabulary of its own (a ``vocabulary()`` method) gives that one instead. Returns a Vocab."""
     tokenizer.fit(train, folder, other_texts=other)
+    if hasattr(tokenizer, "vocabulary"):
+        return tokenizer.vocabulary()
     path = os.path.join(folder, f"vocab_min{min_freq}_max{max_size or 0}.txt")
     if os.path.isfile(path):
         return Vocab.load(path)

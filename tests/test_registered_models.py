@@ -138,6 +138,8 @@ CASES = {
                  "ngram_buckets": 50, "ngram_dim": 3, "ngram_orders": [2, 3], "lexicon_features": 4,
                  "dropout": 0.1}, tagger(V, lexicon=4), (2, 6, TAGS), loss=crf_loss),
     # NLP: sentiment
+    "LacEncoder": Case({"vocab_size": V, "layers": 2, "pretrained": False, "emb_dim": 6, "hidden": 5}, text(V),
+                       (2, 7, 10)),
     "SentaBOW": Case({**SENTA, "ngrams": 2, "buckets": 40}, text(V), (2, 3)),
     "SentaCNN": Case({"vocab_size": V, "emb_dim": 6, "filters": 5, "window": 3, "hidden2": 4, "num_classes": 3},
                      text(V), (2, 3)),

@@ -15,6 +15,11 @@ Every model can add fastText's hashed character n-grams to its input
 embedding becomes the sum of its token's embedding and those of the 2..n-grams
 of consecutive ids that end there (:class:`NGramEmbedding`).
 
+Every model can read LAC's trunk instead of its own embedding (``trunk``: the arguments of
+:class:`~nlp.lac.encoder.LacEncoder`, e.g. ``{layers: 2, freeze: all}``; ids from the ``lac`` tokeniser):
+the official embedding and BiGRU layers give each position 128 (embeddings alone) or 256 features, which
+the model's own encoder and pooling read as they read embeddings; no n-grams then.
+
 Two options serve training only: ``token_dropout`` p zeroes whole positions'
 embeddings with probability p (the kept ones scaled by 1 / (1 - p)), and
 ``pretrained`` names a vector source (``lac``, ``skipgram`` or a vectors file,
@@ -31,9 +36,10 @@ import framework.nn.functional as F
 from framework import nn
 from framework.registry import MODELS
 from nlp.common import lengths_mask
+from nlp.lac.encoder import LacEncoder
 from nlp.pretrain.vectors import start_embedding
 
-__all__ = ["SentaBOW", "SentaCNN", "SentaGRU", "SentaLSTM", "SentaBiLSTM", "NGramEmbedding", "hash_ngrams",
+__all__ = ["SentaBOW", "SentaCNN", "SentaGRU", "SentaLSTM", "SentaBiLSTM", "NGramEmbedding", "build_trunk", "hash_ngrams",
            "mask_bias", "masked_max", "masked_mean", "pool_over_time", "TIME_POOLINGS"]
 
 _NEG_INF = float("-inf")
@@ -145,12 +151,25 @@ class _Classifier(nn.Layer):
         return self.out(F.tanh(self.fc(self.dropout(F.tanh(pooled)))))
 
 
+def build_trunk(vocab_size, trunk, owner):
+    """The :class:`~nlp.lac.encoder.LacEncoder` of a model's ``trunk`` arguments (a dict) over ``vocab_size``
+    ids, or None without one."""
+    if trunk is None:
+        return None
+    if not isinstance(trunk, dict):
+        raise ValueError(f"{owner}: trunk must be a dict of LacEncoder arguments, got {trunk!r}")
+    return LacEncoder(vocab_size, **trunk)
+
+
 class _Senta(nn.Layer):
-    """Shared parts: the embedding (row ``padding_idx`` zero), the optional hashed n-gram embedding
-    (``ngrams`` > 1: :class:`NGramEmbedding` of ``buckets`` rows, added per position) and the classifier head."""
+    """Shared parts: the embedding (row ``padding_idx`` zero) or LAC's trunk (``trunk``, a built
+    :class:`~nlp.lac.encoder.LacEncoder`), the optional hashed n-gram embedding (``ngrams`` > 1:
+    :class:`NGramEmbedding` of ``buckets`` rows, added per position) and the classifier head."""
 
     def __init__(self, vocab_size, emb_dim, features, hidden2, num_classes, padding_idx, dropout, ngrams, buckets,
-                 token_dropout, pretrained):
+                 token_dropout, pretrained, trunk=None):
+        if trunk is not None and (ngrams > 1 or pretrained):
+            raise ValueError(f"{type(self).__name__}: a trunk takes neither ngrams nor pretrained vectors")
         if ngrams < 1 or (ngrams > 1 and buckets < 1):
             raise ValueError(f"{type(self).__name__}: need ngrams >= 1, and buckets >= 1 when ngrams > 1; "
                              f"got ngrams={ngrams}, buckets={buckets}")
@@ -160,7 +179,10 @@ class _Senta(nn.Layer):
         self.vocab_size, self.num_classes = int(vocab_size), int(num_classes)
         self.ngrams, self.buckets = int(ngrams), int(buckets)
         self.token_dropout, self.pretrained, self.vocab_tokens = float(token_dropout), pretrained, None
-        self.embedding = nn.Embedding(vocab_size, emb_dim, padding_idx=padding_idx)
+        if trunk is None:
+            self.embedding = nn.Embedding(vocab_size, emb_dim, padding_idx=padding_idx)
+        else:
+            self.trunk = trunk
         if self.ngrams > 1:
             self.ngram_embedding = NGramEmbedding(self.ngrams, self.buckets, emb_dim)
         self.emb_dropout = nn.Dropout(dropout)
@@ -168,13 +190,18 @@ class _Senta(nn.Layer):
 
     def use_vocabulary(self, tokens):
         """Name the token of each embedding row (``tokens``: vocab_size str, in id order), which
-        :meth:`init_weights` needs to start the rows from ``pretrained`` vectors; the task calls it."""
+        :meth:`init_weights` needs to start the rows from ``pretrained`` vectors or the trunk; the task calls it."""
         self.vocab_tokens = list(tokens)
+        if hasattr(self, "trunk"):
+            self.trunk.use_vocabulary(tokens)
 
     def init_weights(self):
         """Start the embedding rows of the tokens ``pretrained`` has vectors for (see
         :func:`nlp.pretrain.vectors.start_embedding`); returns the number of rows set (0 without ``pretrained``).
+        With a trunk, its official weights (:meth:`~nlp.lac.encoder.LacEncoder.init_weights`).
         Training calls it once, before the first step."""
+        if hasattr(self, "trunk"):
+            return self.trunk.init_weights()
         if not self.pretrained:
             return 0
         if self.vocab_tokens is None:
@@ -188,7 +215,7 @@ class _Senta(nn.Layer):
         position's embedding is its token's plus those of the n-grams ending there; in training,
         ``token_dropout`` zeroes whole positions (scaling the others by 1 / (1 - p))."""
         mask = lengths_mask(ids, lengths, "Senta")
-        emb = self.embedding(ids)                                          # (N, L, E)
+        emb = self.trunk(ids, lengths) if hasattr(self, "trunk") else self.embedding(ids)   # (N, L, E)
         if self.ngrams > 1:
             emb = emb + self.ngram_embedding(ids, mask)
         emb = self.emb_dropout(emb)
@@ -216,20 +243,23 @@ class SentaBOW(_Senta):
 
     Args: vocab_size, emb_dim (E), hidden, hidden2, num_classes; pooling 'mean',
     'sum' or 'sqrt'; ngrams and buckets; padding_idx (the id of padding);
-    dropout on embeddings and pooled features; token_dropout and pretrained (see the module).
+    dropout on embeddings and pooled features; token_dropout, pretrained and trunk (see the module).
 
     Shape: ids (N, L), lengths (N,) -> logits (N, num_classes).
     """
 
     def __init__(self, vocab_size: int, emb_dim: int = 128, hidden: int = 128, hidden2: int = 96,
                  num_classes: int = 2, pooling: str = "mean", ngrams: int = 1, buckets: int = 0,
-                 padding_idx: int = 0, dropout: float = 0.0, token_dropout: float = 0.0, pretrained: str = None):
+                 padding_idx: int = 0, dropout: float = 0.0, token_dropout: float = 0.0, pretrained: str = None,
+                 trunk: dict = None):
         if pooling not in ("mean", "sum", "sqrt"):
             raise ValueError(f"SentaBOW: pooling must be 'mean', 'sum' or 'sqrt', got {pooling!r}")
-        super().__init__(vocab_size, emb_dim, hidden, hidden2, num_classes, padding_idx, dropout, ngrams, buckets,
-                         token_dropout, pretrained)
+        built = build_trunk(vocab_size, trunk, "SentaBOW")
+        width = built.width if built else emb_dim
+        super().__init__(vocab_size, width, hidden, hidden2, num_classes, padding_idx, dropout, ngrams, buckets,
+                         token_dropout, pretrained, built)
         self.pooling = pooling
-        self.fc = nn.Linear(emb_dim, hidden)
+        self.fc = nn.Linear(width, hidden)
 
     def encode(self, ids, emb, mask, lengths):
         pooled = emb.sum(axis=1)                                           # (N, E)
@@ -248,7 +278,7 @@ class SentaCNN(_Senta):
     inputs), hidden2, num_classes, pooling ('max', or 'maxmean': 2 * filters
     features, :func:`pool_over_time`), padding_idx, dropout, ngrams and buckets
     (hashed n-gram embeddings added per position, see :class:`NGramEmbedding`),
-    token_dropout and pretrained (see the module).
+    token_dropout, pretrained and trunk (see the module).
 
     Shape: ids (N, L), lengths (N,) -> logits (N, num_classes).
     """
@@ -256,15 +286,17 @@ class SentaCNN(_Senta):
     def __init__(self, vocab_size: int, emb_dim: int = 128, filters: int = 128, window: int = 3,
                  hidden2: int = 96, num_classes: int = 2, pooling: str = "max", padding_idx: int = 0,
                  dropout: float = 0.0, ngrams: int = 1, buckets: int = 0, token_dropout: float = 0.0,
-                 pretrained: str = None):
+                 pretrained: str = None, trunk: dict = None):
         if window < 1 or window % 2 == 0:
             raise ValueError(f"SentaCNN: window must be a positive odd number, got {window}")
         if pooling not in TIME_POOLINGS:
             raise ValueError(f"SentaCNN: pooling must be 'max' or 'maxmean', got {pooling!r}")
-        super().__init__(vocab_size, emb_dim, _pooled_width(pooling, filters), hidden2, num_classes, padding_idx,
-                         dropout, ngrams, buckets, token_dropout, pretrained)
+        built = build_trunk(vocab_size, trunk, "SentaCNN")
+        width = built.width if built else emb_dim
+        super().__init__(vocab_size, width, _pooled_width(pooling, filters), hidden2, num_classes, padding_idx,
+                         dropout, ngrams, buckets, token_dropout, pretrained, built)
         self.pooling = pooling
-        self.conv = nn.Conv1D(emb_dim, filters, window, padding=window // 2)
+        self.conv = nn.Conv1D(width, filters, window, padding=window // 2)
 
     def encode(self, ids, emb, mask, lengths):
         h = F.tanh(self.conv(emb.transpose([0, 2, 1])))                   # (N, filters, L)
@@ -280,15 +312,17 @@ class _SentaRNN(_Senta):
     """
 
     def __init__(self, cell, direction, vocab_size, emb_dim, hidden, hidden2, num_classes, pooling, padding_idx,
-                 dropout, ngrams, buckets, token_dropout, pretrained):
+                 dropout, ngrams, buckets, token_dropout, pretrained, trunk):
         if pooling not in TIME_POOLINGS + ("attention",):
             raise ValueError(f"{type(self).__name__}: pooling must be 'max', 'maxmean' or 'attention', "
                              f"got {pooling!r}")
         features = hidden * (2 if direction == "bidirect" else 1)
-        super().__init__(vocab_size, emb_dim, _pooled_width(pooling, features), hidden2, num_classes, padding_idx,
-                         dropout, ngrams, buckets, token_dropout, pretrained)
+        built = build_trunk(vocab_size, trunk, type(self).__name__)
+        width = built.width if built else emb_dim
+        super().__init__(vocab_size, width, _pooled_width(pooling, features), hidden2, num_classes, padding_idx,
+                         dropout, ngrams, buckets, token_dropout, pretrained, built)
         rnn = nn.GRU if cell == "gru" else nn.LSTM
-        self.rnn = rnn(emb_dim, hidden, direction=direction)
+        self.rnn = rnn(width, hidden, direction=direction)
         self.pooling = pooling
         if pooling == "attention":
             self.attention = nn.Linear(features, features)
@@ -309,16 +343,17 @@ class SentaGRU(_SentaRNN):
     Args: vocab_size, emb_dim, hidden (GRU size), hidden2, num_classes, pooling
     ('max', 'maxmean' or 'attention'), padding_idx, dropout, ngrams and buckets (hashed
     n-gram embeddings added per position, see :class:`NGramEmbedding`),
-    token_dropout and pretrained (see the module).
+    token_dropout, pretrained and trunk (see the module).
 
     Shape: ids (N, L), lengths (N,) -> logits (N, num_classes).
     """
 
     def __init__(self, vocab_size: int, emb_dim: int = 128, hidden: int = 128, hidden2: int = 96,
                  num_classes: int = 2, pooling: str = "max", padding_idx: int = 0, dropout: float = 0.0,
-                 ngrams: int = 1, buckets: int = 0, token_dropout: float = 0.0, pretrained: str = None):
+                 ngrams: int = 1, buckets: int = 0, token_dropout: float = 0.0, pretrained: str = None,
+                 trunk: dict = None):
         super().__init__("gru", "forward", vocab_size, emb_dim, hidden, hidden2, num_classes, pooling, padding_idx,
-                         dropout, ngrams, buckets, token_dropout, pretrained)
+                         dropout, ngrams, buckets, token_dropout, pretrained, trunk)
 
 
 class SentaLSTM(_SentaRNN):
@@ -329,9 +364,10 @@ class SentaLSTM(_SentaRNN):
 
     def __init__(self, vocab_size: int, emb_dim: int = 128, hidden: int = 128, hidden2: int = 96,
                  num_classes: int = 2, pooling: str = "max", padding_idx: int = 0, dropout: float = 0.0,
-                 ngrams: int = 1, buckets: int = 0, token_dropout: float = 0.0, pretrained: str = None):
+                 ngrams: int = 1, buckets: int = 0, token_dropout: float = 0.0, pretrained: str = None,
+                 trunk: dict = None):
         super().__init__("lstm", "forward", vocab_size, emb_dim, hidden, hidden2, num_classes, pooling, padding_idx,
-                         dropout, ngrams, buckets, token_dropout, pretrained)
+                         dropout, ngrams, buckets, token_dropout, pretrained, trunk)
 
 
 class SentaBiLSTM(_SentaRNN):
@@ -343,9 +379,10 @@ class SentaBiLSTM(_SentaRNN):
 
     def __init__(self, vocab_size: int, emb_dim: int = 128, hidden: int = 128, hidden2: int = 96,
                  num_classes: int = 2, pooling: str = "max", padding_idx: int = 0, dropout: float = 0.0,
-                 ngrams: int = 1, buckets: int = 0, token_dropout: float = 0.0, pretrained: str = None):
+                 ngrams: int = 1, buckets: int = 0, token_dropout: float = 0.0, pretrained: str = None,
+                 trunk: dict = None):
         super().__init__("lstm", "bidirect", vocab_size, emb_dim, hidden, hidden2, num_classes, pooling, padding_idx,
-                         dropout, ngrams, buckets, token_dropout, pretrained)
+                         dropout, ngrams, buckets, token_dropout, pretrained, trunk)
 
 
 MODELS.register(SentaBOW)
