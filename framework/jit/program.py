@@ -22,7 +22,7 @@ from .. import backend
 from ..errors import InputError
 from ..tensor import Tensor
 from ..tree import tree_leaves, tree_map
-from .template import has_markers, ref_slots, rename_refs, resolve_keys
+from .template import has_markers, ref_slots, rename_refs, resolve_keys, size_symbols
 
 __all__ = ["Program", "Node", "InputSpec", "SlotSpec", "GuardError", "UnknownSlotError", "build_outputs"]
 
@@ -208,9 +208,11 @@ class Program:
         self._plan = []
         for node, free in zip(self._nodes, frees):
             keys = tuple(k for k, v in node.attrs.items() if has_markers(v))
-            self._plan.append((node.cls, node.inputs, node.attrs, _attrs_kind(node.attrs, keys), keys,
-                               node.outputs, node.multi, tuple(free)))
-        self._resolved = {}
+            kind = _attrs_kind(node.attrs, keys)
+            symbols = size_symbols([node.attrs[k] for k in keys]) if kind == _SIZED else ()
+            self._plan.append((node.cls, node.inputs, node.attrs, kind, keys, symbols, node.outputs, node.multi,
+                               tuple(free)))
+        self._resolved = [{} for _ in self._plan]
 
     def to(self, device):
         """Move the values to ``device`` ('cpu' or 'gpu'); returns self."""
@@ -272,13 +274,10 @@ class Program:
         env[:len(arrays)] = arrays
         for slot, array in self.values.items():
             env[slot] = array
-        sized = self._sized_attrs(sizes)
-        for index, (cls, inputs, attrs, dynamic, keys, outputs, multi, free) in enumerate(self._plan):
+        for index, (cls, inputs, attrs, dynamic, keys, symbols, outputs, multi, free) in enumerate(self._plan):
             fn = cls.__new__(cls)
             if dynamic == _SIZED:
-                if index not in sized:
-                    sized[index] = resolve_keys(attrs, keys, env, sizes)
-                attrs = sized[index]
+                attrs = self._sized_attrs(index, attrs, keys, symbols, env, sizes)
             elif dynamic == _READS_SLOTS:
                 attrs = resolve_keys(attrs, keys, env, sizes)
             fn.__dict__.update(attrs)
@@ -293,18 +292,20 @@ class Program:
                 env[slot] = None
         return build_outputs(self.outputs, env)
 
-    _SIZES_KEPT = 32          # sets of input sizes whose resolved attributes are kept (a server sees many)
+    _SIZES_KEPT = 32          # sizes whose resolved attributes a node keeps (a server sees many)
 
-    def _sized_attrs(self, sizes):
-        """``{node index: attributes}`` already resolved for ``sizes`` ({symbol: int}), filled as nodes run; the
-        last ``_SIZES_KEPT`` sets of sizes are kept, so a repeated shape skips the size arithmetic."""
-        key = tuple(sorted(sizes.items()))
-        kept = self._resolved.get(key)
-        if kept is None:
-            if len(self._resolved) >= self._SIZES_KEPT:
-                self._resolved.pop(next(iter(self._resolved)))
-            kept = self._resolved[key] = {}
-        return kept
+    def _sized_attrs(self, index, attrs, keys, symbols, env, sizes):
+        """Node ``index``'s attributes resolved for the sizes of the symbols they use (``symbols``), kept for the
+        last ``_SIZES_KEPT`` such sizes, so a repeated size skips the arithmetic (a batch-size-only attribute
+        is resolved once for every sequence length)."""
+        kept = self._resolved[index]
+        key = tuple([sizes[s] for s in symbols])
+        found = kept.get(key)
+        if found is None:
+            if len(kept) >= self._SIZES_KEPT:
+                kept.pop(next(iter(kept)))
+            found = kept[key] = resolve_keys(attrs, keys, env, sizes)
+        return found
 
     # ---- description --------------------------------------------------------------------------------------
     def op_counts(self):

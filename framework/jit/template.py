@@ -22,8 +22,9 @@ import numpy
 
 from ..tree import tree_leaves, tree_map
 
-__all__ = ["Ref", "Size", "SizeExpr", "resolve", "resolve_keys", "has_markers", "to_json", "from_json", "TemplateError",
-           "walk_ints", "replace_ints", "ref_slots", "SliceTemplate", "follows_sizes", "numeric_dtype", "rename_refs"]
+__all__ = ["Ref", "Size", "SizeExpr", "resolve", "resolve_keys", "size_symbols", "has_markers", "to_json", "from_json",
+           "TemplateError", "walk_ints", "replace_ints", "ref_slots", "SliceTemplate", "follows_sizes", "numeric_dtype",
+           "rename_refs"]
 
 
 class TemplateError(ValueError):
@@ -118,6 +119,12 @@ def ref_slots(value):
 def has_markers(value, kinds=(Ref, Size)):
     """True when ``value`` holds a :class:`Ref` or a :class:`Size` (one of ``kinds``) anywhere."""
     return any(isinstance(leaf, kinds) for leaf in tree_leaves(value))
+
+
+def size_symbols(value):
+    """The size symbols the :class:`Size` markers inside ``value`` use, sorted (a tuple of str)."""
+    return tuple(sorted({symbol for leaf in tree_leaves(value) if isinstance(leaf, Size)
+                         for _, symbols in leaf.expr.terms for symbol in symbols}))
 
 
 def follows_sizes(value):

@@ -35,7 +35,7 @@ from .model import BiGRUCRF
 from .official import OFFICIAL_NAMES, official_model_dir, official_state_dict
 from .preprocess import TableCharPreprocessor
 from .tables import TextFormatError, load_kv_dict
-from .task import LexicalAnalysis, _word_spans
+from .task import LexicalAnalysis, word_spans
 
 __all__ = ["NoUserDictionaryError", "LexicalAnalysis2019", "word_opens", "small_model_dir", "load_small",
            "load_small_task"]
@@ -94,7 +94,7 @@ class LexicalAnalysis2019(LexicalAnalysis):
         firsts = numpy.cumsum(lengths) - lengths
         joined = "".join(texts)
         opens = word_opens(is_begin, is_o, firsts[lengths > 0])
-        begins, ends = _word_spans(joined, opens, whitespace)
+        begins, ends = word_spans(joined, opens, whitespace)
         words = [joined[a:b] for a, b in zip(begins.tolist(), ends.tolist())]
         tags = labels[char_ids[begins]].tolist()
         cuts = numpy.searchsorted(begins, numpy.append(firsts, len(joined))).tolist()   # each text's first word

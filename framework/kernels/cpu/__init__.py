@@ -15,6 +15,7 @@ Public: :func:`enabled` (whether ops use the compiled kernels now),
 does), :data:`KERNELS_ENV`.
 """
 import importlib.util
+import os
 import warnings
 
 from ...settings import env_choice
@@ -41,9 +42,14 @@ def enabled():
     """True when the ops run the compiled CPU kernels: ``OAR_KERNELS`` is unset or 'numba' and Numba is installed.
 
     ``OAR_KERNELS=numpy`` selects the NumPy kernels (the reference). Any other value is a
-    :class:`~framework.settings.SettingError` naming the choices.
+    :class:`~framework.settings.SettingError` naming the choices. The variable is read on every call; the
+    answer is kept for the value last read (ops ask several times per call).
     """
-    return env_choice(KERNELS_ENV, _CHOICES, "numba") == "numba" and _numba_available()
+    raw = os.environ[KERNELS_ENV] if KERNELS_ENV in os.environ else None     # no KeyError raised and caught
+    if "raw" not in _state or _state["raw"] != raw:
+        answer = env_choice(KERNELS_ENV, _CHOICES, "numba") == "numba" and _numba_available()
+        _state.update(raw=raw, enabled=answer)
+    return _state["enabled"]
 
 
 def warmup(progress=None):

@@ -142,11 +142,12 @@ def test_traditional_characters_go_through_q2b(task):
     assert "".join(result["words"]) == text and result["tags"][:2] == ["LOC", "u"]
 
 
-def test_preprocessor_tests_membership_before_q2b():
-    segmenter = CoarseSegmenter([], 10)
+@pytest.mark.parametrize("kernels", ["numba", "numpy"])
+def test_preprocessor_tests_membership_before_q2b(kernels, monkeypatch):
+    monkeypatch.setenv("OAR_KERNELS", kernels)
+    segmenter = CoarseSegmenter(["ＡＢ", "ＡＡ", "x們"], 10)     # each text below is one piece
     pre = OfficialPreprocessor({"ＡＢ": 5, "A": 1, "B": 2, "AB": 7, "們": 3, "们": 4, "OOV": 9},
                                {"Ａ": "A", "Ｂ": "B", "們": "们"}, segmenter, oov_id=9)
-    segmenter.cut = lambda text: [text]              # one piece, to look at text_to_ids alone
     assert pre.encode("ＡＢ") == ([5], [2])           # the raw piece is a key: one id, q2b of the whole piece
     assert pre.encode("ＡＡ") == ([1, 1], [1, 1])     # not a key: per character, after q2b
     assert pre.encode("們") == ([4], [1])             # a key whose q2b form has its own id
@@ -163,6 +164,32 @@ def test_segmentation_matches_lac_segment_py(task, sample, tmp_path):
     texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 40))) for _ in range(300)]
     for text in texts:
         assert ours.cut(text) == reference.fast_cut(text), text
+
+
+@pytest.mark.parametrize("kernels", ["numba", "numpy"])
+def test_ids_follow_lac_segment_py_on_both_kernels(task, sample, kernels, monkeypatch):
+    """The compiled preprocessing and the NumPy reference both give LAC's pieces and text_to_ids."""
+    monkeypatch.setenv("OAR_KERNELS", kernels)
+    reference = lac_module("segment").Segment(os.path.join(official_model_dir(), "conf", "small_seg.dic"))
+    pre = task.preprocessor
+    texts = [row["text"] for row in sample] + ["iPhone12和Python3.8", "ok OK 2024年", "𠀀𪚥龘😀 x", "", "a"]
+    rng = random.Random(1)
+    alphabet = sorted(set("".join(texts))) + list("abcXYZ019 +#\t")
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60))) for _ in range(300)]
+    expected_ids, expected_lengths, expected_sizes = [], [], []
+    for text in texts:
+        before = len(expected_ids)
+        for piece in reference.fast_cut(text):
+            if piece in pre.word2id:
+                expected_ids.append(pre.word2id.get(pre.q2b.get(piece, piece), pre.oov_id))
+                expected_lengths.append(len(piece))
+            else:
+                expected_ids += [pre.word2id.get(pre.q2b.get(c, c), pre.oov_id) for c in piece]
+                expected_lengths += [1] * len(piece)
+        expected_sizes.append(len(expected_ids) - before)
+    ids, sizes, lengths = pre.encode_batch(texts)
+    assert ids.tolist() == expected_ids and lengths.tolist() == expected_lengths
+    assert sizes.tolist() == expected_sizes
 
 
 def test_segmentation_quirks_on_a_small_dictionary(tmp_path):

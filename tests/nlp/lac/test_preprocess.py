@@ -1,5 +1,6 @@
 """nlp.lac.preprocess: a batch of texts encodes to its texts' ids end to end."""
 import numpy
+import pytest
 
 from nlp.data.vocab import Vocab
 from nlp.lac.preprocess import CharPreprocessor, OfficialPreprocessor
@@ -25,10 +26,15 @@ def test_char_preprocessor_batch_equals_one_text_at_a_time():
     assert [len(part) for part in pre.encode_batch([])] == [0, 0, 0]
 
 
-def test_official_preprocessor_batch_equals_one_text_at_a_time():
-    segmenter = CoarseSegmenter([], 10)
-    pre = OfficialPreprocessor({"ＡＢ": 5, "A": 1, "B": 2, "们": 4, "OOV": 9}, {"Ａ": "A", "們": "们"}, segmenter,
-                               oov_id=9)
-    segmenter.cut = lambda text: text.split("|")
-    encoded = _check_batch(pre, ["ＡＢ|ＡＡ", "們x", "", "ＡＢ"])
-    assert encoded[0] == ([5, 1, 1], [2, 1, 1])
+@pytest.mark.parametrize("kernels", ["numba", "numpy"])
+def test_official_preprocessor_batch_equals_one_text_at_a_time(kernels, monkeypatch):
+    monkeypatch.setenv("OAR_KERNELS", kernels)                 # the compiled kernels and the NumPy reference
+    segmenter = CoarseSegmenter(["ＡＢ", "xyz"], 10)
+    pre = OfficialPreprocessor({"ＡＢ": 5, "A": 1, "B": 2, "们": 4, "ab": 6, "OOV": 9}, {"Ａ": "A", "們": "们"},
+                               segmenter, oov_id=9)
+    encoded = _check_batch(pre, ["ＡＢＡＡ", "們x", "", "ＡＢ", "ab 12 ab", "𠀀ＡＢ", "xyz"])
+    assert encoded[0] == ([5, 1, 1], [2, 1, 1])                # a dictionary piece that is a key: one id
+    assert encoded[1] == ([4, 9], [1, 1]) and encoded[2] == ([], [])
+    assert encoded[4] == ([6, 9, 9, 9, 9, 6], [2, 1, 1, 1, 1, 2])   # ASCII runs: "ab" is a key, "12" is not
+    assert encoded[5] == ([9, 5], [1, 2]) and encoded[6] == ([9, 9, 9], [1, 1, 1])
+    assert [len(part) for part in pre.encode_batch([])] == [0, 0, 0]
