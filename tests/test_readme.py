@@ -359,7 +359,7 @@ def test_highlight_numbers_are_in_the_results_tables(name):
 
 
 HEADLINE = {"lexical_analysis": ("seg_f1", "pos_f1", "entity_f1"), "sentiment": ("acc",), "matching": ("acc",),
-            "video": ("motion_top1", "shape_acc")}
+            "video": ("motion_top1", "shape_acc"), "detection": ("map",)}
 
 
 def test_every_card_metric_is_in_the_zoo_highlights():

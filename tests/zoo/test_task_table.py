@@ -40,8 +40,9 @@ def test_names_and_aliases_are_unique_and_resolve_to_their_entry():
     assert len(names) == len(set(names))
     assert tasks.task_spec("senta").name == "sentiment" and tasks.task_spec("simnet").kind == "pair"
     assert tasks.spec_of_type("FeatureRecognition").name == "video" and tasks.spec_of_type("Nope") is None
-    with pytest.raises(CatalogError, match=r"unknown task 'detection' \(known: lexical_analysis \(lac, lexical\)"):
-        tasks.task_spec("detection")
+    assert tasks.task_spec("ssd").name == "detection" and tasks.spec_of_type("ObjectDetection").kind == "file"
+    with pytest.raises(CatalogError, match=r"unknown task 'segmentation' \(known: lexical_analysis \(lac, lexical\)"):
+        tasks.task_spec("segmentation")
     with pytest.raises(ValueError, match="kind must be one of"):
         tasks.TaskSpec("x", ("X",), "tensor", list)
 
