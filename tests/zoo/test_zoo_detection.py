@@ -87,3 +87,21 @@ def test_the_own_data_example_fine_tunes_evaluates_and_predicts(tmp_path):
     ran = _oar("run", str(tmp_path), "--input_path", IMAGES[0], "--json")
     assert ran.returncode == 0, ran.stderr
     assert set(json.loads(ran.stdout)) == {"input", "boxes", "labels", "scores"}
+
+
+def test_reproduce_writes_both_sets_once_and_a_results_block(tmp_path, monkeypatch):
+    from zoo.catalog import card
+    from zoo.reproduce import detection
+    monkeypatch.setattr(detection, "SET_SIZES", {"num_train": 2, "num_val": 1, "num_test": 1})
+    monkeypatch.setattr(detection, "HELDOUT_IMAGES", 2)
+    shapes, heldout = detection.prepare_sets(str(tmp_path))
+    listed = {split: open(os.path.join(shapes, "ImageSets", "Main", f"{split}.txt")).read().split()
+              for split in ("train", "val", "test")}
+    assert listed == {"train": ["000000", "000001"], "val": ["000002"], "test": ["000003"]}
+    assert open(os.path.join(heldout, "ImageSets", "Main", "test.txt")).read().split() == ["h00000", "h00001"]
+    stamp = os.path.getmtime(os.path.join(shapes, "JPEGImages", "000000.jpg"))
+    detection.prepare_sets(str(tmp_path))                                  # kept, not written again
+    assert os.path.getmtime(os.path.join(shapes, "JPEGImages", "000000.jpg")) == stamp
+    metrics = {"map": 0.5, "map_07": 0.25, "map_coco": 0.125, "map_heldout": 0.375}
+    text = detection.results_text(card("ssd_mobilenet_v1_shapes"), metrics, 12.0)
+    assert "| ssd_mobilenet_v1_shapes | 0.5000 | 0.2500 | 0.1250 | 0.3750 | 12.0 |" in text
