@@ -15,6 +15,8 @@ from .test_cli import oar
 TEXTS = ["今天是个好日子", "这家酒店的服务太差了，再也不来了", "好", "中国人民银行在北京召开会议。百度是一家高科技公司。"]
 PAIRS = [["今天天气很好", "今天天气很好啊"], ["我想买手机", "哪里卖苹果"], ["好", "不好吧我觉得是这样的"]]
 SHIPPED = [name for name, entry in cards().items() if entry.kind != "official"]
+IMAGES = [os.path.join(os.path.dirname(__file__), "..", "..", "examples", "detection", "JPEGImages", f"0000{i}.jpg")
+          for i in (16, 17, 18)]
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +29,7 @@ def clips(tmp_path_factory):
 @pytest.mark.parametrize("name", SHIPPED)
 def test_static_predictions_equal_eager_ones_at_several_sizes(name, clips):
     static, eager = zoo.load(name), zoo.load(name, static=False)
-    inputs = {"matching": PAIRS, "video": clips}.get(static.card.task, TEXTS)
+    inputs = {"matching": PAIRS, "video": clips, "detection": IMAGES}.get(static.card.task, TEXTS)
     for chosen in (inputs, inputs[:1], inputs[1:]):
         assert static.predict(chosen) == eager.predict(chosen)
     assert len(static.model.programs) == 1 and not static.model.fallbacks
