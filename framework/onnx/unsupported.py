@@ -7,6 +7,7 @@ applied themselves, are not ops). Export of a program holding one of these ops n
 and this reason. (Importable without onnx.)
 """
 from ..distributed.sync_batch_norm import SyncNormalize
+from ..ops.boxes import SmoothL1
 from ..ops.common import Dropout
 from ..ops.crf import LinearChainCRF
 from ..ops.loss import BinaryCrossEntropyWithLogits, MarginRanking, NllLoss, PairwiseLoss, SoftmaxCrossEntropy
@@ -27,4 +28,5 @@ NOT_EXPORTED = {
     NllLoss: _LOSS,
     PairwiseLoss: _LOSS,
     SoftmaxCrossEntropy: _LOSS,
+    SmoothL1: _LOSS,
 }

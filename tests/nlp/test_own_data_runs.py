@@ -119,10 +119,10 @@ def test_matching_and_sentencepiece_tasks_save_their_files(in_repo):
     folder = in_repo / "assets"
     folder.mkdir()
     overrides = task.save_assets(str(folder))
-    assert overrides == {"task.vocab": str(folder / "vocab.txt"),
+    assert overrides == {"task.vocab": str(folder / "vocab.txt"), "task.labels": str(folder / "labels.txt"),
                          "task.tokenizer.model": str(folder / "tokenizer.model")}
     os.remove(own)                                           # the copies are enough
-    again = TASKS.build({**options, "vocab": overrides["task.vocab"],
+    again = TASKS.build({**options, "vocab": overrides["task.vocab"], "labels": overrides["task.labels"],
                          "tokenizer": {**options["tokenizer"], "model": overrides["task.tokenizer.model"]}},
                         model=model)
     assert again.vocab.tokens == task.vocab.tokens

@@ -11,7 +11,7 @@ import numpy
 from framework.io import sample_rng
 from framework.registry import TRANSFORMS
 
-from .transforms import _resize
+from .transforms import resize_images
 
 __all__ = ["RandomExpand", "RandomIoUCrop", "RandomFlipBoxes", "DetectionResize"]
 
@@ -134,4 +134,4 @@ class DetectionResize:
         h, w = img.shape[:2]
         relative = numpy.clip(boxes / numpy.float32([w, h, w, h]), 0, 1)
         keep = ((relative[:, 2:] - relative[:, :2]) >= self.min_size).all(axis=1)
-        return _keep(sample, keep, relative, _resize(img, self.size, self.size, self.interpolation))
+        return _keep(sample, keep, relative, resize_images(img, self.size, self.size, self.interpolation))

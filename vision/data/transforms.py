@@ -22,7 +22,7 @@ import numpy
 from framework.io import sample_rng
 from framework.registry import TRANSFORMS
 
-__all__ = ["ImageTransform", "Resize", "RandomResizedCrop", "CenterCrop", "RandomHorizontalFlip", "Normalize",
+__all__ = ["resize_images", "ImageTransform", "Resize", "RandomResizedCrop", "CenterCrop", "RandomHorizontalFlip", "Normalize",
            "ToCHW", "Compose", "image_key", "require_cv2", "IMAGENET_MEAN", "IMAGENET_STD",
            "train_transforms", "eval_transforms"]
 
@@ -66,7 +66,7 @@ def _pair(value, what, who):
 _INTERPOLATIONS = ("nearest", "bilinear", "bicubic", "area")
 
 
-def _resize(images, height, width, interpolation):
+def resize_images(images, height, width, interpolation):
     """(..., H, W, C) -> (..., height, width, C) with cv2, frame by frame."""
     if images.shape[-3:-1] == (height, width):
         return images
@@ -142,12 +142,12 @@ class Resize(ImageTransform):
     def apply(self, images, params):
         height, width = images.shape[-3:-1]
         if self.size is not None:
-            return _resize(images, *self.size, self.interpolation)
+            return resize_images(images, *self.size, self.interpolation)
         if height <= width:
             new = (self.short_side, int(self.short_side * width / height))
         else:
             new = (int(self.short_side * height / width), self.short_side)
-        return _resize(images, *new, self.interpolation)
+        return resize_images(images, *new, self.interpolation)
 
 
 def _crop(images, top, left, height, width):
@@ -204,7 +204,7 @@ class RandomResizedCrop(ImageTransform):
         return (height - h) // 2, (width - w) // 2, h, w
 
     def apply(self, images, params):
-        return _resize(_crop(images, *params), *self.size, self.interpolation)
+        return resize_images(_crop(images, *params), *self.size, self.interpolation)
 
 
 @TRANSFORMS.register()

@@ -14,7 +14,7 @@ from framework.registry import TASKS
 
 from ..data.detection import detection_class_names
 from ..data.folder import decode_image, read_image
-from ..data.transforms import IMAGENET_MEAN, IMAGENET_STD, _resize
+from ..data.transforms import IMAGENET_MEAN, IMAGENET_STD, resize_images
 from ..detection_metrics import DetectionMAP
 from ..drawing import draw_detections
 
@@ -157,7 +157,7 @@ class ObjectDetection(Task):
         """Paths, bytes or (H, W, 3) uint8 arrays -> ``{"img": (N, 3, S, S) float32, "size": (N, 2) (H, W)}``."""
         side = self.model.image_size
         images = [self._image(item, i) for i, item in enumerate(inputs)]
-        resized = [(_resize(im, side, side, "bilinear").astype(numpy.float32) - self.mean) / self.std
+        resized = [(resize_images(im, side, side, "bilinear").astype(numpy.float32) - self.mean) / self.std
                    for im in images]
         return {"img": numpy.ascontiguousarray(numpy.stack(resized).transpose(0, 3, 1, 2)),
                 "size": numpy.array([im.shape[:2] for im in images], dtype=numpy.int64)}
