@@ -1,8 +1,9 @@
 """What "ran offline" means for a test's ``$OAR_HOME`` (the ``offline`` fixture's folder)."""
 import os
 
-# What running a model keeps in $OAR_HOME by itself: traced programs and compiled CPU kernels, never a download.
-RUN_CACHES = {"programs", "numba"}
+# What running a model keeps in $OAR_HOME by itself: traced programs, compiled CPU kernels and the optical flow
+# of the videos it read, never a download.
+RUN_CACHES = {"programs", "numba", "video_flow"}
 
 
 def fetched_nothing(home):

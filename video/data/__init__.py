@@ -1,4 +1,5 @@
-"""Video data: decoding (PyAV, JPEG frame folders), frame sampling, clip transforms, list-file datasets,
+"""Video data: decoding (PyAV, JPEG frame folders), frame sampling, motion modalities (optical flow cached per
+video, RGB difference), clip transforms, list-file datasets,
 frame features, a generator of labelled synthetic videos, a second renderer's held-out test set, and the generated set's per-frame targets and
 backbone features.
 
@@ -14,6 +15,8 @@ from .features import FeatureFileError, load_features, save_features, FeatureExt
 from .datasets import (VideoListError, ListFileNotFoundError, read_list_file, read_class_names, ClipLoader,
                        VideoDataset, SyntheticVideos, HeldoutVideos, FrameFeatureDataset)
 from .encode import write_video, write_frame_folder
+from .flow import FlowSettings, FlowCache, dense_flow, video_flow
+from .modality import MODALITIES, Modality
 from .synthetic import MOTIONS, SHAPES, SyntheticSpec, make_synthetic_set, ensure_synthetic_set
 from .frame_attributes import SyntheticFrameAttributes
 from .synthetic_features import SyntheticFeatures
@@ -24,5 +27,6 @@ __all__ = ["VideoReader", "VideoDecodeError", "VideoNotFoundError", "segment_ind
            "save_features", "FeatureExtractor", "extract_features", "VideoListError", "ListFileNotFoundError",
            "read_list_file", "read_class_names", "ClipLoader", "VideoDataset", "SyntheticVideos", "HeldoutVideos",
            "FrameFeatureDataset",
-           "write_video", "write_frame_folder", "MOTIONS", "SHAPES", "SyntheticSpec", "make_synthetic_set",
+           "write_video", "write_frame_folder", "FlowSettings", "FlowCache", "dense_flow", "video_flow", "MODALITIES",
+           "Modality", "MOTIONS", "SHAPES", "SyntheticSpec", "make_synthetic_set",
            "ensure_synthetic_set", "SyntheticFrameAttributes", "SyntheticFeatures"]

@@ -53,7 +53,9 @@ from vision.data.transforms import Compose
 
 from .decode import VideoDecodeError, VideoReader
 from .features import FeatureFileError, load_features
+from .flow import FlowCache
 from .heldout import ensure_heldout_set
+from .modality import modality_from_config
 from .sampling import MODES, random_indices, uniform_indices
 from .synthetic import ensure_synthetic_set, spec_from_config
 
@@ -259,24 +261,32 @@ class ClipLoader:
     ``frame_inds`` (views, T) and ``clip_len``, and ``label`` when one is
     given (label-moving transforms change it). This is also what a task uses
     to predict on one video file.
+
+    ``modality`` (:mod:`video.data.modality`: "rgb", "flow", "rgbdiff", "rgb+flow" or a dict with the stack
+    and flow settings) decides what each sampled frame holds; the sample then also carries ``modality``
+    (its name) and ``stack`` for the transforms. Flow is computed here (in the loader's worker) and cached
+    per video file under ``$OAR_HOME`` (:class:`~video.data.flow.FlowCache`).
     """
 
-    def __init__(self, sampler, transforms=None, fps=30.0):
+    def __init__(self, sampler, transforms=None, fps=30.0, modality=None):
         self.sampler = _build(sampler, "sampler")
         self.transform = Compose(transforms)
         self.fps = float(fps)
+        self.modality = modality_from_config(modality)
+        self.flow_cache = FlowCache(self.modality.flow) if self.modality.motion == "flow" else None
 
     def __call__(self, path, rng=None, label=None):
         rng = sample_rng() if rng is None else rng
         with VideoReader(path, fps=self.fps) as reader:
             sample = self.sampler({"num_frames": len(reader), "fps": reader.fps}, rng=rng)
-            sample["imgs"] = reader.get_frames(sample["frame_inds"].reshape(-1))
+            sample["imgs"] = self.modality.read(reader, path, sample["frame_inds"].reshape(-1), self.flow_cache)
+        sample.update(modality=self.modality.name, stack=self.modality.stack)
         if label is not None:
             sample["label"] = label
         return self.transform(sample, rng=rng)
 
     def __repr__(self):
-        return f"ClipLoader(sampler={self.sampler!r}, transform={self.transform!r})"
+        return f"ClipLoader(sampler={self.sampler!r}, transform={self.transform!r}, modality={self.modality!r})"
 
 
 @DATASETS.register()
@@ -295,9 +305,11 @@ class VideoDataset(_ListDataset):
         on_error: "skip" or "raise" for missing or unreadable videos.
         max_skips: unreadable videos skipped in a row before giving up.
         fps: frame rate assumed for JPEG frame folders.
+        modality: "rgb" (default), "flow", "rgbdiff" or "rgb+flow", or ``{name, stack, method, bound}``
+            (:mod:`video.data.modality`).
 
     Sample: ``{"imgs", "label", "path"}`` (and ``num_frames``, ``fps``,
-    ``frame_inds`` (views, T), ``clip_len``).
+    ``frame_inds`` (views, T), ``clip_len``, ``modality``, ``stack``).
     """
 
     TEST_FILE = {"type": "VideoDataset", "file_keys": ("list_file",), "whole": {"root": None},
@@ -305,8 +317,8 @@ class VideoDataset(_ListDataset):
 
     def __init__(self, list_file: str, sampler: dict, transforms: list = None, root: str = None,
                  class_names: str = None, num_classes: int = None, multi_label: bool = False,
-                 on_error: str = "skip", max_skips: int = 10, fps: float = 30.0):
-        self.loader = ClipLoader(sampler, transforms, fps)
+                 on_error: str = "skip", max_skips: int = 10, fps: float = 30.0, modality=None):
+        self.loader = ClipLoader(sampler, transforms, fps, modality)
         super().__init__(list_file, root, class_names, num_classes, multi_label, on_error, max_skips)
 
     def files_of(self, entry):
@@ -322,7 +334,7 @@ class SyntheticVideos(VideoDataset):
 
     Args:
         split: "train", "dev" or "test".
-        sampler, transforms: as :class:`VideoDataset`. Flip or reverse clips only
+        sampler, transforms, modality: as :class:`VideoDataset`. Flip or reverse clips only
             with the ``label_map`` that moves the motion label (a mirror image
             swaps move_left/move_right and the rotation sense; see
             ``configs/_base_/video_frames_synth.yaml``).
@@ -337,14 +349,15 @@ class SyntheticVideos(VideoDataset):
     SPLITS = ("train", "dev", "test")
 
     def __init__(self, split: str, sampler: dict, transforms: list = None, labels: str = "motion", num: int = 1200,
-                 seed: int = 0, spec: dict = None, root: str = None, workers: int = None, on_error: str = "skip"):
+                 seed: int = 0, spec: dict = None, root: str = None, workers: int = None, on_error: str = "skip",
+                 modality=None):
         if split not in ("train", "dev", "test") or labels not in LABEL_SETS:
             raise ConfigError(f"SyntheticVideos: split must be train, dev or test and labels one of {LABEL_SETS}, "
                               f"got {split!r}, {labels!r}")
         folder = ensure_synthetic_set(num, seed, spec_from_config(spec), root, workers)
         super().__init__(os.path.join(folder, f"{labels}_{split}.txt"), sampler, transforms,
                          class_names=os.path.join(folder, f"{labels}_classes.txt"),
-                         multi_label=labels == "multilabel", on_error=on_error)
+                         multi_label=labels == "multilabel", on_error=on_error, modality=modality)
 
 
 @DATASETS.register()
@@ -353,19 +366,19 @@ class HeldoutVideos(VideoDataset):
     motions, shapes and list files as :class:`SyntheticVideos`, drawn by other code; nothing trains on it.
 
     Args:
-        sampler, transforms, labels, on_error: as :class:`SyntheticVideos` (test-time transforms: its frames
+        sampler, transforms, labels, on_error, modality: as :class:`SyntheticVideos` (test-time transforms: its frames
             are 96, 112 or 128 pixels square).
         num, seed: the set (:func:`~video.data.heldout.ensure_heldout_set`).
     """
 
     def __init__(self, sampler: dict, transforms: list = None, labels: str = "motion", num: int = 240, seed: int = 0,
-                 on_error: str = "skip"):
+                 on_error: str = "skip", modality=None):
         if labels not in LABEL_SETS:
             raise ConfigError(f"HeldoutVideos: labels must be one of {LABEL_SETS}, got {labels!r}")
         folder = ensure_heldout_set(num, seed)
         super().__init__(os.path.join(folder, f"{labels}_test.txt"), sampler, transforms,
                          class_names=os.path.join(folder, f"{labels}_classes.txt"),
-                         multi_label=labels == "multilabel", on_error=on_error)
+                         multi_label=labels == "multilabel", on_error=on_error, modality=modality)
 
 
 @DATASETS.register()

@@ -21,7 +21,9 @@ adds, with the same contract:
   the clip backwards, moving the label with ``label_map`` (as mmaction2's
   ``flip_label_map``): a mirrored move_left is a move_right, a reversed
   grow is a shrink. They need the sample's ``label``, which the datasets put
-  in before the transforms run.
+  in before the transforms run, and move the flow or RGB-difference channels
+  of a motion modality with the frames (:mod:`video.data.modality`);
+- :class:`NormalizeModality`: colour as ``Normalize``, motion channels scaled.
 
 All are registered in ``TRANSFORMS``.
 """
@@ -29,10 +31,13 @@ import numpy
 
 from framework.io import sample_rng
 from framework.registry import TRANSFORMS
-from vision.data.transforms import ImageTransform, Resize, image_key
+from vision.data.transforms import IMAGENET_MEAN, IMAGENET_STD, ImageTransform, Normalize, Resize, image_key
+
+from .modality import colour_channels_of, mirror_motion, reverse_motion
 
 __all__ = ["RandomShortSideScale", "RandomCrop", "MultiScaleCrop", "ThreeCrop", "TenCrop", "FormatClips",
-           "RandomFlip", "RandomTimeReverse", "check_label_map", "remap_label", "mirror_array", "LAYOUTS"]
+           "NormalizeModality", "RandomFlip", "RandomTimeReverse", "check_label_map", "remap_label", "mirror_array",
+           "LAYOUTS"]
 
 LAYOUTS = ("NTCHW", "NCTHW")
 
@@ -307,7 +312,8 @@ class RandomFlip(ImageTransform):
                              f"{images.shape[-2]}; crop them first")
         if not _happens(self.p, rng):
             return sample
-        images = mirror_array(images, 1 << self.DIRECTIONS.index(self.direction), row_axis=-3)
+        which = 1 << self.DIRECTIONS.index(self.direction)
+        images = mirror_motion(mirror_array(images, which, row_axis=-3), sample, which)
         return remap_label({**sample, key: images}, self.label_map, "RandomFlip")
 
 
@@ -341,9 +347,32 @@ class RandomTimeReverse(ImageTransform):
             array = numpy.asarray(sample[key])
             if key == "imgs":                                   # reverse inside each view of clip_len frames
                 views = array.reshape((-1, int(sample.get("clip_len", len(array)))) + array.shape[1:])
-                out[key] = numpy.ascontiguousarray(views[:, ::-1]).reshape(array.shape)
+                out[key] = reverse_motion(numpy.ascontiguousarray(views[:, ::-1]).reshape(array.shape), sample)
             else:
                 out[key] = numpy.ascontiguousarray(array[::-1])
         if "frame_inds" in sample and "imgs" in self.keys:
             out["frame_inds"] = numpy.ascontiguousarray(numpy.asarray(sample["frame_inds"])[..., ::-1])
         return remap_label(out, self.label_map, "RandomTimeReverse")
+
+
+@TRANSFORMS.register()
+class NormalizeModality(ImageTransform):
+    """Normalise frames of any :mod:`~video.data.modality`: colour channels as
+    :class:`~vision.data.transforms.Normalize` (``(x - mean) / std`` on 0..255), motion channels (flow in
+    pixels, RGB differences) divided by ``motion_std``. Shape (F, H, W, C) -> the same, float32."""
+
+    def __init__(self, mean: list = IMAGENET_MEAN, std: list = IMAGENET_STD, motion_std: float = 1.0):
+        self.colour = Normalize(mean, std)
+        if not float(motion_std) > 0:
+            raise ValueError(f"NormalizeModality: motion_std must be positive, got {motion_std!r}")
+        self.motion_std = float(motion_std)
+
+    def __call__(self, sample, rng=None):
+        key = _clip_key(sample, "NormalizeModality")
+        images = numpy.asarray(sample[key], dtype=numpy.float32)
+        colour = colour_channels_of(sample)
+        out = numpy.empty(images.shape, dtype=numpy.float32)
+        if colour:
+            out[..., :colour] = self.colour.apply(images[..., :colour], None)
+        out[..., colour:] = images[..., colour:] / self.motion_std
+        return {**sample, key: out}

@@ -2,6 +2,7 @@
 generated set, motion and time-reversal-pair scores, and the order-blind bound of the feature data.
 
 - :func:`checkpoint_scores`: class probabilities (N, K) and labels of a checkpoint on one split of a config;
+  :func:`stream_scores` the same per stream of a two-stream model, and fused, in one pass;
 - :func:`multi_view`, :func:`other_rendering`, :func:`heldout_renderer`: copies of a frame-model config
   tested with :data:`MULTI_VIEW_CLIPS` clips x 3 crops, on an independently drawn set of the same generator
   (:data:`OTHER_RENDERING`), or on the second renderer's held-out set (:data:`HELDOUT`,
@@ -17,6 +18,7 @@ import os
 
 import numpy
 
+import framework.nn.functional as F
 from framework import no_grad
 from framework.engine import runner, to_tensors
 from vision.models.weights import read_weights
@@ -28,7 +30,8 @@ from ..data.synthetic import MOTIONS, REVERSE_PAIRS, SHAPES
 from ..metrics import pair_collapsed_accuracy, per_pair_accuracy
 
 __all__ = ["MULTI_VIEW_CLIPS", "OTHER_RENDERING", "HELDOUT", "multi_view", "other_rendering", "heldout_renderer",
-           "checkpoint_scores", "motion_metrics", "evaluate_motions", "heldout_feature_metrics", "visible_counts", "count_rule_bound", "orderless_bound"]
+           "checkpoint_scores", "stream_scores", "motion_metrics", "evaluate_motions", "heldout_feature_metrics",
+           "visible_counts", "count_rule_bound", "orderless_bound"]
 
 MULTI_VIEW_CLIPS = 3
 # An independently drawn set with wider ranges than the training set (other seed, object sizes, camera
@@ -44,13 +47,16 @@ def multi_view(cfg, split="test", clips=MULTI_VIEW_CLIPS):
     """A copy of ``cfg`` whose ``data.<split>`` takes ``clips`` temporal views x 3 crops.
 
     Frames are resized to 7/6 of the single-view crop on their short side, then
-    :class:`~video.data.transforms.ThreeCrop` takes three crops of the single-view size.
+    :class:`~video.data.transforms.ThreeCrop` takes three crops of the single-view size; the section's own
+    normalisation (``Normalize`` or, for flow and RGB differences, ``NormalizeModality``) is kept.
     """
     section = dict(cfg["data"][split])
     size = next(t["size"] for t in section["transforms"] if t["type"] == "CenterCrop")
+    normalise = next((t for t in section["transforms"] if t["type"] in ("Normalize", "NormalizeModality")),
+                     {"type": "Normalize"})
     section["sampler"] = {**section["sampler"], "num_views": clips}
     section["transforms"] = [{"type": "Resize", "short_side": size * 7 // 6}, {"type": "ThreeCrop", "size": size},
-                             {"type": "Normalize"}, {"type": "FormatClips"}]
+                             normalise, {"type": "FormatClips"}]
     return {**cfg, "data": {**cfg["data"], split: section}}
 
 
@@ -61,9 +67,11 @@ def other_rendering(cfg, split="test"):
 
 def heldout_renderer(cfg, split="test"):
     """A copy of ``cfg`` whose ``data.<split>`` reads the held-out renderer's set (:data:`HELDOUT`, made on first
-    use) with the section's sampler and transforms."""
+    use) with the section's sampler, transforms and modality."""
     section = cfg["data"][split]
     heldout = {"type": "HeldoutVideos", "sampler": section["sampler"], "transforms": section["transforms"], **HELDOUT}
+    if "modality" in section:
+        heldout["modality"] = section["modality"]
     return {**cfg, "data": {**cfg["data"], split: heldout}}
 
 
@@ -78,6 +86,28 @@ def checkpoint_scores(cfg, checkpoint, split="test", device=None):
             probs.append(task.predict_batch(to_tensors(batch, device))["prob"].numpy())
             labels.append(numpy.asarray(batch["label"]))
     return numpy.concatenate(probs), numpy.concatenate(labels)
+
+
+def stream_scores(cfg, checkpoint, split="test", device=None):
+    """A two-stream model's (:class:`~video.models.two_stream.TwoStreamTSN`) class probabilities on
+    ``data.<split>`` of ``cfg``, per stream and fused, from one pass: ``{"rgb": (N, K), "motion": (N, K),
+    "fused": (N, K), "labels": (N,)}`` (each the softmax of its scores, averaged over a video's views)."""
+    train_cfg = runner.check_sections(cfg)
+    task = runner.load_task(cfg, checkpoint, device)
+    model = task.model
+    loader = runner.build_loader(runner.build_dataset(cfg, split), task, train_cfg, training=False)
+    out = {"rgb": [], "motion": [], "fused": [], "labels": []}
+    with no_grad():
+        for batch in loader:
+            imgs = to_tensors(batch, device)["imgs"]
+            b, n = imgs.shape[:2]
+            clips = imgs.reshape((b * n,) + tuple(imgs.shape[2:]))          # (B*N, T, 3 + C, H, W)
+            rgb, motion = model.rgb(clips[:, :, :3]), model.motion(clips[:, :, 3:])  # (B*N, K) each
+            fused = rgb * model.fusion[0] + motion * model.fusion[1]
+            for key, scores in (("rgb", rgb), ("motion", motion), ("fused", fused)):
+                out[key].append(F.softmax(scores.reshape((b, n, -1)), axis=-1).mean(axis=1).numpy())
+            out["labels"].append(numpy.asarray(batch["label"]))
+    return {key: numpy.concatenate(parts) for key, parts in out.items()}
 
 
 def motion_metrics(probs, labels):

@@ -41,11 +41,13 @@ class VideoRecognition(RankedPrediction, Task):
         class_names: a list of K names, or the path of a class-names file (read when first needed).
         top_k: classes listed per prediction (None: all).
         sampler, transforms: the pipeline for raw video paths.
+        modality: what the frames hold (:mod:`video.data.modality`; default RGB): "flow", "rgbdiff",
+            "rgb+flow" or ``{name, stack, method, bound}``; flow is computed here in the pre-processing.
         label_smoothing: of the training loss.
     """
 
     def __init__(self, model, metrics=None, class_names=None, top_k: int = None, sampler: dict = None,
-                 transforms: list = None, label_smoothing: float = 0.0):
+                 transforms: list = None, label_smoothing: float = 0.0, modality=None):
         self.model = model
         self._metrics = metrics
         self._class_names = class_names if isinstance(class_names, str) or class_names is None else \
@@ -55,7 +57,7 @@ class VideoRecognition(RankedPrediction, Task):
             self._check_names(self._class_names)
         self.top_k = check_top_k(top_k, "VideoRecognition", ConfigError)
         self.label_smoothing = float(label_smoothing)
-        self.loader = ClipLoader(sampler, transforms) if sampler is not None else None
+        self.loader = ClipLoader(sampler, transforms, modality=modality) if sampler is not None else None
 
     def _check_names(self, names):
         num_classes = getattr(self.model, "num_classes", None)

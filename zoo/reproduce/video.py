@@ -10,7 +10,9 @@ The order follows the 2019 recipe (image network first, video models from it):
    (one clip, one centre crop, as Paddle 2019 tested TSN/TSM/StNet), multi-view (3 clips x 3 crops,
    probabilities averaged), on an independently drawn set with wider ranges ("other rendering") and on the
    held-out set of the second, independently written renderer (:mod:`video.data.heldout`)
-   (:func:`video.tasks.evaluation.evaluate_motions`);
+   (:func:`video.tasks.evaluation.evaluate_motions`); TSN is the two-stream model: its RGB and flow streams
+   (``configs/video/tsn_{rgb,flow}_synth.yaml``) train separately and are fused into one checkpoint
+   (:func:`run_two_stream`);
 3. the feature models (``configs/video/{attention_cluster,attention_lstm,nextvlad}_synth.yaml``) train on
    the backbone's frame features, extracted once into ``$OAR_HOME`` (:func:`run_feature_models`), and are
    also scored on the held-out renderer's videos from the files
@@ -29,21 +31,25 @@ import os
 
 import numpy
 
-from framework.engine import export_weights, runner
+from framework.engine import export_weights, load_checkpoint, runner
+from framework.serialization import save
 from video.data.synthetic import MOTIONS
 from video.metrics import confusion_matrix
-from video.tasks.evaluation import evaluate_motions, heldout_feature_metrics, orderless_bound
+from video.models.two_stream import fuse_states
+from video.tasks.evaluation import evaluate_motions, heldout_feature_metrics, orderless_bound, stream_scores
 
 from ..card import Card, Weights
 from ..catalog import ROOT
 from . import recipe_config, destination, train_and_measure, train_checkpoint
 
-__all__ = ["FRAME_MODELS", "FEATURE_MODELS", "BACKBONE_WEIGHTS", "FEATURE_METRICS", "train_backbone",
-           "run_frame_model", "run_feature_model", "run_feature_models", "save_confusion_png", "results_table",
-           "backbone_table", "bound_text", "card_updates", "run", "reproduce_video"]
+__all__ = ["FRAME_MODELS", "FEATURE_MODELS", "TSN_STREAMS", "BACKBONE_WEIGHTS", "FEATURE_METRICS",
+           "train_backbone", "run_frame_model", "run_two_stream", "run_feature_model", "run_feature_models",
+           "save_confusion_png", "results_table", "two_stream_text", "backbone_table", "bound_text", "card_updates",
+           "run", "reproduce_video"]
 
 FRAME_MODELS = ("tsm", "tsn", "stnet", "nonlocal")
 FEATURE_MODELS = ("attention_cluster", "attention_lstm", "nextvlad")
+TSN_STREAMS = ("tsn_rgb", "tsn_flow")  # the two-stream TSN's networks, each trained by its own config
 BACKBONE_WEIGHTS = "zoo/weights/feature_backbone_synth.npz"  # the image network all video models start from
 BACKBONE_METRICS = ("shape_acc", "visible_acc", "xy_mae", "angle_mae_deg")
 # the feature configs' metric names -> the table's
@@ -90,6 +96,45 @@ def run_frame_model(name, options, overrides=(), from_runs=None):
            "weights": destination(options, entry.weights.path)}
     row["sha256"] = export_weights(best, row["weights"])
     return row
+
+
+def run_two_stream(options, overrides=(), from_runs=None):
+    """TSN's two streams (:data:`TSN_STREAMS`) trained (or taken from ``from_runs/<stream>``) with
+    ``overrides``, their best checkpoints fused (:func:`video.models.two_stream.fuse_states`) into
+    ``<output_root>/tsn/best.npz``, and ``tsn_synth`` (the two-stream config) evaluated and exported like any
+    frame model; the row also holds each stream's and the fused model's dev and test top-1
+    (``<stream>_dev_top1`` …, ``dev_top1``, :func:`video.tasks.evaluation.stream_scores`) and the streams'
+    training minutes summed."""
+    entry = _entry("tsn")
+    checkpoints, minutes = {}, []
+    for stream in TSN_STREAMS:
+        cfg = recipe_config(_entry(stream), options, overrides)
+        checkpoints[stream], _, took = train_checkpoint(cfg, f"{stream}_synth", options, _run_of(stream, from_runs))
+        minutes.append(took)
+    fused = os.path.join(options.output_root, "tsn", "best.npz")
+    os.makedirs(os.path.dirname(fused), exist_ok=True)
+    save({"model": fuse_states(*(load_checkpoint(checkpoints[s])["model"] for s in TSN_STREAMS))}, fused)
+    cfg = recipe_config(entry, options)
+    row = {"model": entry.name, "split": "test"}
+    for split, key in (("eval", "dev"), ("test", "test")):
+        scores = stream_scores(cfg, fused, split, options.device)
+        for stream, part in zip(TSN_STREAMS, ("rgb", "motion")):
+            row[f"{stream}_{key}_top1"] = float((scores[part].argmax(1) == scores["labels"]).mean())
+        if key == "dev":
+            row["dev_top1"] = float((scores["fused"].argmax(1) == scores["labels"]).mean())
+    row.update({**evaluate_motions(cfg, fused, device=options.device), "checkpoint": fused,
+                "train_minutes": sum(minutes) if None not in minutes else None,
+                "weights": destination(options, entry.weights.path)})
+    row["sha256"] = export_weights(fused, row["weights"])
+    return row
+
+
+def two_stream_text(row):
+    """One Markdown line on the two-stream TSN's streams (dev and test top-1 of each and of the fusion)."""
+    parts = [f"{stream} dev {row[f'{stream}_dev_top1']:.3f} / test {row[f'{stream}_test_top1']:.3f}"
+             for stream in TSN_STREAMS]
+    return (f"Two-stream TSN (`configs/video/tsn_synth.yaml`, scores fused 1 : 1.5): {'; '.join(parts)}; "
+            f"fused dev {row['dev_top1']:.3f} / test {row['motion_top1']:.3f}.")
 
 
 def run_feature_model(name, options, overrides=(), from_runs=None):
@@ -185,7 +230,9 @@ def run(options, from_runs=None):
     """
     backbone_row = train_backbone(options, from_runs)
     backbone = destination(options, BACKBONE_WEIGHTS)
-    rows = [run_frame_model(name, options, (f"model.pretrained={backbone}",), from_runs) for name in FRAME_MODELS]
+    pretrained = (f"model.pretrained={backbone}",)
+    rows = [run_two_stream(options, pretrained, from_runs) if name == "tsn" else
+            run_frame_model(name, options, pretrained, from_runs) for name in FRAME_MODELS]
     by_name = {row["model"]: row for row in rows}
     save_confusion_png([(f"{m} (test, single view)", confusion_matrix(by_name[m]["probs"], by_name[m]["labels"],
                                                                       len(MOTIONS)))
@@ -195,7 +242,8 @@ def run(options, from_runs=None):
                               ("train", "eval", "test")) + (f"task.backbone_weights={backbone}",)
     features = run_feature_models(options, feature_overrides, from_runs)
     rows += features["rows"]
-    text = "\n\n".join([results_table(rows), backbone_table(backbone_row), bound_text(features["orderless_bound"])])
+    text = "\n\n".join([results_table(rows), two_stream_text(by_name["tsn_synth"]), backbone_table(backbone_row),
+                        bound_text(features["orderless_bound"])])
     return {"rows": rows, "backbone": backbone_row, "results_text": text}
 
 
