@@ -11,6 +11,8 @@ LAC's own extras beside them:
 
 - :mod:`nlp.lac.official`: fetch, convert and cache the official ``LAC/lac_model`` resources.
 - :mod:`nlp.lac.segment`: LAC's dictionary-based coarse segmentation.
+- :mod:`nlp.lac.seg`: the official segmentation-only model (``LAC/seg_model``, zoo ``lac_seg``).
+- :mod:`nlp.lac.small`: the 2019 PaddleNLP LAC from jieba 0.42.1's parameters (zoo ``lac_small``).
 - :mod:`nlp.lac.preprocess`: text -> ids (official mixed word/character ids, or characters).
 - :mod:`nlp.lac.customization`: user dictionaries (``load_customization``).
 - :mod:`nlp.lac.lexicon`: word lexicons and the per-character lexicon features.
