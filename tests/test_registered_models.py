@@ -107,6 +107,11 @@ def clips(frames, size=32):
     return lambda rng: (_tensor(rng.standard_normal((BATCH, frames, 3, size, size)).astype("float32")),)
 
 
+def stacked_clips(frames, channels, size=32):
+    """Inputs (clips (N, T, channels, H, W),): RGB and motion channels stacked, as a two-stream model takes."""
+    return lambda rng: (_tensor(rng.standard_normal((BATCH, frames, channels, size, size)).astype("float32")),)
+
+
 def features(dims, frames=5, lengths=(5, 3)):
     """Inputs ([(N, T, D) per modality], lengths) of a feature model; frames past a length are zeros."""
     def make(rng):
@@ -169,6 +174,9 @@ CASES = {
     # video: frame models (clips of T frames: TSN/TSM one per segment, StNet num_segments x seglen)
     "TSN": Case({"depth": 18, "base_channels": 4, "num_segments": 3, "num_classes": CLASSES}, clips(3),
                 (BATCH, CLASSES)),
+    "TwoStreamTSN": Case({"rgb": {"depth": 18, "base_channels": 4, "num_segments": 3, "num_classes": CLASSES},
+                          "motion": {"depth": 18, "base_channels": 4, "num_segments": 3, "num_classes": CLASSES,
+                                     "in_channels": 4}}, stacked_clips(3, 3 + 4), (BATCH, CLASSES)),
     "TSM": Case({"depth": 18, "base_channels": 8, "num_segments": 4, "num_classes": CLASSES}, clips(4),
                 (BATCH, CLASSES)),
     "StNet": Case({"depth": 18, "base_channels": 4, "num_segments": 3, "seglen": 2, "num_classes": CLASSES},
