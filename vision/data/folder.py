@@ -14,9 +14,11 @@ from framework.registry import DATASETS
 
 from .transforms import Compose, require_cv2
 from framework.config import ConfigError
+from framework.engine.task import InputTypeError
 from framework.errors import MissingFileError, UserError
 
-__all__ = ["IMAGE_EXTENSIONS", "decode_image", "read_image", "scan_image_folder", "ImageFolder", "ImageDataError"]
+__all__ = ["IMAGE_EXTENSIONS", "decode_image", "read_image", "image_input", "scan_image_folder", "ImageFolder",
+           "ImageDataError"]
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".webp")
 
@@ -50,6 +52,20 @@ def read_image(path):
     except OSError as err:
         raise ImageDataError(f"cannot read image {path}: {err.strerror}") from None
     return decode_image(data, path)
+
+
+def image_input(item, position):
+    """One image a user gave a task, as an (H, W, 3) uint8 RGB array: a path, encoded bytes or such an array;
+    anything else is an InputTypeError naming input ``position``."""
+    if isinstance(item, (str, os.PathLike)):
+        return read_image(item)
+    if isinstance(item, bytes):
+        return decode_image(item, f"input {position}")
+    array = numpy.asarray(item)
+    if array.ndim != 3 or array.shape[-1] != 3 or array.dtype != numpy.uint8:
+        raise InputTypeError(f"an image input must be an image path, encoded image bytes or a uint8 RGB "
+                             f"array (H, W, 3), got {array.dtype} of shape {array.shape}", index=position)
+    return array
 
 
 def scan_image_folder(root, extensions=IMAGE_EXTENSIONS, classes=None):

@@ -8,12 +8,12 @@ import framework
 import framework.nn.functional as F
 from framework.config import ConfigError
 from framework.engine import Task
-from framework.engine.task import InputTypeError, check_top_k, copy_asset
+from framework.engine.task import check_top_k, copy_asset
 from framework.errors import InputError
 from framework.registry import TASKS
 
 from ..data.detection import detection_class_names
-from ..data.folder import decode_image, read_image
+from ..data.folder import image_input
 from ..data.transforms import IMAGENET_MEAN, IMAGENET_STD, resize_images
 from ..detection_metrics import DetectionMAP
 from ..drawing import draw_detections
@@ -142,21 +142,10 @@ class ObjectDetection(Task):
             return {}
         return {"task.class_names": copy_asset(self._names_file, directory, "class_names.txt")}
 
-    def _image(self, item, position):
-        if isinstance(item, (str, os.PathLike)):
-            return read_image(item)
-        if isinstance(item, bytes):
-            return decode_image(item, f"input {position}")
-        array = numpy.asarray(item)
-        if array.ndim != 3 or array.shape[-1] != 3 or array.dtype != numpy.uint8:
-            raise InputTypeError(f"an image input must be an image path, encoded image bytes or a uint8 RGB "
-                                 f"array (H, W, 3), got {array.dtype} of shape {array.shape}", index=position)
-        return array
-
     def preprocess(self, inputs):
         """Paths, bytes or (H, W, 3) uint8 arrays -> ``{"img": (N, 3, S, S) float32, "size": (N, 2) (H, W)}``."""
         side = self.model.image_size
-        images = [self._image(item, i) for i, item in enumerate(inputs)]
+        images = [image_input(item, i) for i, item in enumerate(inputs)]
         resized = [(resize_images(im, side, side, "bilinear").astype(numpy.float32) - self.mean) / self.std
                    for im in images]
         return {"img": numpy.ascontiguousarray(numpy.stack(resized).transpose(0, 3, 1, 2)),

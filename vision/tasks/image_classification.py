@@ -7,10 +7,10 @@ import framework.nn.functional as F
 from framework.config import ConfigError
 from framework.engine import Task
 from framework.engine.metrics import Accuracy
-from framework.engine.task import InputTypeError, RankedPrediction
+from framework.engine.task import RankedPrediction
 from framework.registry import TASKS
 
-from ..data.folder import decode_image, read_image
+from ..data.folder import image_input
 from ..data.transforms import Compose, eval_transforms
 from ..metrics import TopKAccuracy
 
@@ -104,20 +104,9 @@ class ImageClassification(RankedPrediction, Task):
             f.write("".join(name + "\n" for name in self.class_names))
         return {"task.class_names": path}
 
-    def _image(self, item, position):
-        if isinstance(item, (str, os.PathLike)):
-            return read_image(item)
-        if isinstance(item, bytes):
-            return decode_image(item, f"input {position}")
-        array = numpy.asarray(item)
-        if array.ndim != 3 or array.shape[-1] != 3 or array.dtype != numpy.uint8:
-            raise InputTypeError(f"an image input must be an image path, encoded image bytes or a uint8 RGB "
-                                 f"array (H, W, 3), got {array.dtype} of shape {array.shape}", index=position)
-        return array
-
     def preprocess(self, inputs):
         """Paths, encoded bytes or (H, W, 3) uint8 RGB arrays -> ``{"img": (N, 3, S, S) float32}``, S = image_size."""
-        images = [self.transforms({"img": self._image(item, i)})["img"] for i, item in enumerate(inputs)]
+        images = [self.transforms({"img": image_input(item, i)})["img"] for i, item in enumerate(inputs)]
         return {"img": numpy.stack(images)}
 
     def postprocess(self, outputs, top_k=None):
