@@ -18,26 +18,15 @@ import re
 
 import numpy
 
-from framework import no_grad
-from framework.engine.batching import length_batches
 from framework.engine.metrics import to_numpy
-from framework.engine.task import to_tensors
-from framework.errors import InputError
-
-from nlp.data.text import split_points
 
 from .rank_model import LacRank
 from .rank_official import read_rank_model
-from .task import WHITESPACE_RULES, LexicalAnalysis, load_official
+from .task import LexicalAnalysis, check_whitespace, load_official
 
 __all__ = ["LexicalRank", "load_rank_task", "word_ranks"]
 
 _NOT_SPACE = re.compile(r"\S")          # the complement of the whitespace the "split" rule drops
-
-
-def _spans(firsts, sizes):
-    """Indices (sum(sizes),) int64 of the ranges ``[firsts[i], firsts[i] + sizes[i])`` end to end."""
-    return numpy.arange(int(sizes.sum())) + numpy.repeat(firsts - (numpy.cumsum(sizes) - sizes), sizes)
 
 
 def word_ranks(texts, results, char_ranks, whitespace):
@@ -86,6 +75,10 @@ class LexicalRank(LexicalAnalysis):
         per_id = ranks[numpy.arange(ranks.shape[1]) < lengths[:, None]]
         return numpy.repeat(per_id, to_numpy(outputs["word_lengths"]))
 
+    def _char_fields(self, outputs):
+        """The tag ids and ranks of each character of a :meth:`predict_batch` output's texts, end to end."""
+        return {**super()._char_fields(outputs), "rank": self._char_ranks(outputs)}
+
     def postprocess(self, outputs):
         """A :meth:`predict_batch` output -> ``[{"words": [...], "tags": [...], "rank": [...]}]``."""
         results = self._results(outputs["texts"], self._char_tag_ids(outputs), self.whitespace)
@@ -94,30 +87,10 @@ class LexicalRank(LexicalAnalysis):
     def predict_raw(self, inputs, device=None, whitespace=None):
         """Analyse one batch, a list of str: ``[{"words", "tags", "rank"}]`` in input order; texts longer than
         ``max_chunk_len`` are cut and run in chunks as :meth:`LexicalAnalysis.predict_raw` does."""
-        whitespace = self.whitespace if whitespace is None else whitespace
-        if whitespace not in WHITESPACE_RULES:
-            raise InputError(f"LexicalRank: whitespace must be one of {', '.join(map(repr, WHITESPACE_RULES))}, "
-                             f"got {whitespace!r}")
+        whitespace = self.whitespace if whitespace is None else check_whitespace(whitespace, "LexicalRank")
         texts = self._check_texts(inputs)
-        preprocessor, _ = self._raw_tools()
-        chunks = [text[start:end] for text in texts for start, end in split_points(text, self.max_chunk_len)]
-        ids, sizes, word_lengths = preprocessor.encode_batch(chunks)          # the chunks' ids end to end
-        id_firsts = numpy.cumsum(sizes) - sizes
-        chars = numpy.fromiter(map(len, chunks), dtype=numpy.int64, count=len(chunks))
-        char_firsts = numpy.cumsum(chars) - chars
-        char_ids = numpy.zeros(int(chars.sum()), dtype=numpy.int64)    # the chunks end to end are the texts
-        char_ranks = numpy.zeros(int(chars.sum()), dtype=numpy.int64)
-        self.model.eval()
-        with no_grad():
-            for members in length_batches(sizes.tolist(), self.predict_batch_size, self.max_batch_tokens):
-                members = numpy.array(members)
-                at = _spans(id_firsts[members], sizes[members])
-                batch = self._batch([chunks[c] for c in members], ids[at], sizes[members], word_lengths[at])
-                outputs = self.predict_batch(to_tensors(batch, device))
-                where = _spans(char_firsts[members], chars[members])
-                char_ids[where] = self._char_tag_ids(outputs)
-                char_ranks[where] = self._char_ranks(outputs)
-        return word_ranks(texts, self._results(texts, char_ids, whitespace), char_ranks, whitespace)
+        fields = self._char_fields_of(texts, device)
+        return word_ranks(texts, self._results(texts, fields["tags"], whitespace), fields["rank"], whitespace)
 
 
 def load_rank_task(lac_dir=None, rank_dir=None, **task_options):

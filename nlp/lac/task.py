@@ -79,6 +79,7 @@ preprocessor from the resources that :mod:`nlp.lac.official` reads, and
 :func:`load_official_task` wraps them in a :class:`LexicalAnalysis`.
 """
 import os
+import collections
 import re
 
 import numpy
@@ -106,7 +107,8 @@ from .model import BiGRUCRF
 from .official import read_official
 from .preprocess import CharPreprocessor
 
-__all__ = ["LexicalAnalysis", "TaggingCollator", "group_words", "word_spans", "load_official", "load_official_task"]
+__all__ = ["LexicalAnalysis", "TaggingCollator", "group_words", "word_spans", "check_whitespace", "load_official",
+           "load_official_task"]
 
 
 _WHITESPACE = re.compile(r"\s")
@@ -115,7 +117,8 @@ _WHITESPACE = re.compile(r"\s")
 WHITESPACE_RULES = ("split", "official")
 
 
-def _check_whitespace(rule, who):
+def check_whitespace(rule, who):
+    """``rule`` when it is one of :data:`WHITESPACE_RULES`, else an InputError naming ``who``."""
     if rule not in WHITESPACE_RULES:
         raise InputError(f"{who}: whitespace must be one of {', '.join(map(repr, WHITESPACE_RULES))}, got {rule!r}")
     return rule
@@ -270,7 +273,7 @@ class LexicalAnalysis(Task):
             self.customization = customization
         self.predict_batch_size, self.max_chunk_len = int(batch_size), int(max_chunk_len)
         self.max_batch_tokens = int(max_batch_tokens)
-        self.whitespace = _check_whitespace(whitespace, "LexicalAnalysis")
+        self.whitespace = check_whitespace(whitespace, "LexicalAnalysis")
         self._metrics = metrics
         self.constrain_decoding = bool(constrain_decoding)
         self._forbidden = None                               # (tag names, allowed mask), built on first use
@@ -481,15 +484,27 @@ class LexicalAnalysis(Task):
     def predict_raw(self, inputs, device=None, whitespace=None):
         """Analyse one batch, a list of str: ``[{"words": [...], "tags": [...]}]`` in input order (see the module
         docstring); ``whitespace`` as in :meth:`predict`."""
-        whitespace = self.whitespace if whitespace is None else _check_whitespace(whitespace, "LexicalAnalysis")
+        whitespace = self.whitespace if whitespace is None else check_whitespace(whitespace, type(self).__name__)
         texts = self._check_texts(inputs)
+        return self._results(texts, self._char_fields_of(texts, device)["tags"], whitespace)
+
+    def _char_fields(self, outputs):
+        """``{field: int64 (characters,)}`` of a :meth:`predict_batch` output's texts, end to end: the tag ids
+        (``"tags"``); a subclass adds its own per-character fields."""
+        return {"tags": self._char_tag_ids(outputs)}
+
+    def _char_fields_of(self, texts, device=None):
+        """:meth:`_char_fields` over ``texts`` (a list of str), end to end: each text cut into chunks of at most
+        ``max_chunk_len`` characters, the chunks batched by length and run through the model (a field no batch
+        gave reads as zeros)."""
         preprocessor, _ = self._raw_tools()
         chunks = [text[start:end] for text in texts for start, end in split_points(text, self.max_chunk_len)]
         ids, sizes, word_lengths = preprocessor.encode_batch(chunks)          # the chunks' ids end to end
         id_firsts = numpy.cumsum(sizes) - sizes
         chars = numpy.fromiter(map(len, chunks), dtype=numpy.int64, count=len(chunks))
         char_firsts = numpy.cumsum(chars) - chars
-        char_ids = numpy.zeros(int(chars.sum()), dtype=numpy.int64)    # the chunks end to end are the texts
+        total = int(chars.sum())                                             # the chunks end to end are the texts
+        fields = collections.defaultdict(lambda: numpy.zeros(total, dtype=numpy.int64))
         if self.model.training:                              # eval() walks every sublayer: only when needed
             self.model.eval()
         with no_grad():
@@ -497,9 +512,10 @@ class LexicalAnalysis(Task):
                 members = numpy.array(members)
                 at = _ranges(id_firsts[members], sizes[members])
                 batch = self._batch([chunks[c] for c in members], ids[at], sizes[members], word_lengths[at])
-                outputs = self.predict_batch(to_tensors(batch, device))
-                char_ids[_ranges(char_firsts[members], chars[members])] = self._char_tag_ids(outputs)
-        return self._results(texts, char_ids, whitespace)
+                where = _ranges(char_firsts[members], chars[members])
+                for name, values in self._char_fields(self.predict_batch(to_tensors(batch, device))).items():
+                    fields[name][where] = values
+        return fields
 
 
 def load_official(model_dir=None, cache_dir=None, use_cache=True):
