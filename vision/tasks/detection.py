@@ -166,7 +166,7 @@ class ObjectDetection(Task):
     def draw(self, item, result):
         """The input image ``item`` (a path, bytes or an RGB array) with ``result``'s boxes drawn: (H, W, 3)
         uint8 RGB (:func:`vision.drawing.draw_detections`)."""
-        return draw_detections(self._image(item, 0), result)
+        return draw_detections(image_input(item, 0), result)
 
     def predict(self, inputs, score_threshold=None, top_k=None, batch_size=None):
         """A batch dict -> detections (:meth:`predict_batch`); raw inputs -> one result dict per image, in
