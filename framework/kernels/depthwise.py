@@ -8,11 +8,16 @@ y += w[:, i, j] * x_padded[shifted window], chunked over channels on the threads
 gy * w[:, i, j] back into the shifted window, the weight gradient sums gy * window per channel. Each
 channel's sums run in a fixed order, so results do not depend on the thread count.
 
+Unless ``OAR_KERNELS=numpy`` (or Numba is missing) the compiled kernels of
+:mod:`framework.kernels.cpu.depthwise` run instead: the same passes without the padded copy, forward and input
+gradient equal to these bit for bit.
+
 Shapes: x (N, C, H, W), w (C, KH, KW) -> y (N, C, OH, OW).
 """
 import numpy
 
 from .. import threadpool
+from . import cpu
 from .im2col import pad
 
 __all__ = ["depthwise_forward", "depthwise_backward"]
@@ -25,10 +30,18 @@ def _window(x_padded, i, j, stride, dilation, out):
     return x_padded[:, :, top:top + (oh - 1) * sh + 1:sh, left:left + (ow - 1) * sw + 1:sw]
 
 
+def _channel_split(x):
+    """``run(fn, C)``: fn(first, stop) over the channels of x (N, C, H, W), chunked over the threads."""
+    return lambda fn, channels: threadpool.run_chunks(fn, channels, x[:, 0].size)
+
+
 def depthwise_forward(x, w, stride, padding, dilation, out):
     """y[n, c] = sum_{i, j} w[c, i, j] * x_padded[n, c, o * stride + (i, j) * dilation].
 
     Shapes: x (N, C, H, W), w (C, KH, KW), padding ((top, bottom), (left, right)) -> (N, C, OH, OW)."""
+    if cpu.enabled():
+        from .cpu import depthwise as compiled
+        return compiled.depthwise_forward(x, w, stride, padding, dilation, out, _channel_split(x))
     x_padded = pad(x, padding, 0)
     n, c = x.shape[:2]
     y = numpy.empty((n, c) + tuple(out), dtype=x.dtype)
@@ -52,6 +65,12 @@ def depthwise_forward(x, w, stride, padding, dilation, out):
 def depthwise_backward(x, w, gy, stride, padding, dilation, out, need_x=True, need_w=True):
     """(gx (N, C, H, W) or None, gw (C, KH, KW) or None) of :func:`depthwise_forward` for the output
     gradient gy (N, C, OH, OW)."""
+    if cpu.enabled():
+        from .cpu import depthwise as compiled
+        split = _channel_split(x)
+        gx = compiled.depthwise_input_grad(gy, w, x.shape, stride, padding, dilation, split) if need_x else None
+        gw = compiled.depthwise_weight_grad(x, gy, w.shape[1:], stride, padding, dilation, split) if need_w else None
+        return gx, gw
     x_padded = pad(x, padding, 0)
     n, c, h, width = x.shape
     (top, _), (left, _) = padding

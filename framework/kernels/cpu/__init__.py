@@ -1,5 +1,5 @@
 """Compiled CPU kernels (Numba) for the loops NumPy cannot fuse: the GRU and LSTM steps, the CRF forward
-algorithm and Viterbi.
+algorithm, Viterbi and the depthwise convolution.
 
 They sit behind the same op classes as the NumPy kernels, which stay the reference:
 ``OAR_KERNELS=numpy`` selects those (read on every call, so a test can switch),

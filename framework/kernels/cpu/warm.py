@@ -45,13 +45,26 @@ def _crf(dtype):
     return ["crf_forward", "viterbi_decode"]
 
 
+def _depthwise(dtype):
+    from . import depthwise
+    x, w = numpy.ones((1, 2, 4, 4), dtype=dtype), numpy.ones((2, 3, 3), dtype=dtype)
+    geometry = ((1, 1), ((1, 1), (1, 1)), (1, 1))
+
+    def run(fn, channels):
+        fn(0, channels)
+    y = depthwise.depthwise_forward(x, w, *geometry, (4, 4), run)
+    depthwise.depthwise_input_grad(y, w, x.shape, *geometry, run)
+    depthwise.depthwise_weight_grad(x, y, (3, 3), *geometry, run)
+    return ["depthwise_forward", "depthwise_input_grad", "depthwise_weight_grad"]
+
+
 def warmup(progress=None):
     """See :func:`framework.kernels.cpu.warmup`."""
     began = time.perf_counter()
     from . import compiler
     names = []
     for dtype in (numpy.float32, numpy.float64):
-        for family in (_recurrent, _crf):
+        for family in (_recurrent, _crf, _depthwise):
             done = [f"{name}[{numpy.dtype(dtype).name}]" for name in family(dtype)]
             names += done
             if progress is not None:

@@ -147,6 +147,41 @@ def test_gradcheck_through_compiled_backward(op):
     gradcheck(lambda *t: fn(t[0], t[1], lens, *t[2:]), arrays, max_elements=40)
 
 
+DEPTHWISE_CASES = {  # (input shape, kernel, stride, padding, dilation)
+    "same_3x3": ((2, 4, 7, 6), (3, 3), 1, 1, 1),
+    "stride_2": ((3, 5, 9, 8), (3, 3), 2, 1, 1),
+    "mixed": ((2, 3, 10, 11), (3, 2), (2, 3), (2, 0), (2, 1)),
+    "window_past_edge": ((1, 3, 2, 2), (3, 3), 2, 2, 1),
+}
+
+
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+@pytest.mark.parametrize("case", list(DEPTHWISE_CASES.values()), ids=list(DEPTHWISE_CASES))
+def test_depthwise_conv_matches_numpy_kernel(monkeypatch, dtype, case):
+    """Forward and input gradient bit for bit, weight gradient to the tolerance, through the public op."""
+    shape, kernel, stride, padding, dilation = case
+    rng = numpy.random.default_rng(5)
+    x_data = rng.standard_normal(shape).astype(dtype)
+    w_data = rng.standard_normal((shape[1], 1) + kernel).astype(dtype)
+
+    def run():
+        x, w = to_tensor(x_data, requires_grad=True), to_tensor(w_data, requires_grad=True)
+        y = F.conv2d(x, w, stride=stride, padding=padding, dilation=dilation, groups=shape[1])
+        (y * to_tensor(numpy.linspace(-1, 1, y.size, dtype=dtype).reshape(y.shape))).sum().backward()
+        return y.numpy(), x.grad.numpy(), w.grad.numpy()
+
+    (y, gx, gw), (y_ref, gx_ref, gw_ref) = _both(monkeypatch, run)
+    numpy.testing.assert_array_equal(y, y_ref)
+    numpy.testing.assert_array_equal(gx, gx_ref)
+    _close([gw], [gw_ref], dtype)
+
+
+def test_depthwise_conv_gradcheck_through_compiled_kernel():
+    rng = numpy.random.default_rng(6)
+    x, w = rng.standard_normal((2, 3, 6, 5)), rng.standard_normal((3, 1, 3, 3))
+    gradcheck(lambda a, b: F.conv2d(a, b, stride=2, padding=1, groups=3), [x, w])
+
+
 def _crf_inputs(rng, lengths, k, dtype, scale=1.0):
     n, t = len(lengths), max(lengths)
     emissions = (rng.standard_normal((n, t, k)) * scale).astype(dtype)

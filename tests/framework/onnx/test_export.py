@@ -107,7 +107,7 @@ def test_an_unmapped_op_names_the_op_and_its_layer(tmp_path):
 
 
 def test_a_wrong_conversion_is_refused_naming_the_output(program, tmp_path, monkeypatch):
-    from framework.onnx.graph import CONVERTERS
+    from framework.onnx import CONVERTERS  # the exporter package, with every converter registered
     with CONVERTERS.override(ReLU, lambda g, node, inputs: g.op("Sigmoid", inputs)), \
             pytest.raises(framework.onnx.ExportError, match=r"output 'pooled.1' differs by .* beyond 0.0001"):
         framework.onnx.export(program, tmp_path / "bad.onnx", _feed([4, 2]))

@@ -1,0 +1,140 @@
+"""Compiled depthwise 2-D convolution (one channel per group): forward, input gradient, weight gradient.
+
+Same layout and results as :mod:`framework.kernels.depthwise` (x (N, C, H, W), w (C, KH, KW), padding
+((top, bottom), (left, right))), without the padded copy of the input: each kernel offset (i, j) runs over
+the output rows and columns whose window position lies inside the image, so the padding's zeros are never
+read. Every output (and every input-gradient) element accumulates its kernel offsets in the reference's
+order, (0, 0) first, so the forward pass and the input gradient equal the NumPy kernel's bit for bit
+(compiled without fastmath: no fused multiply-adds). The weight gradient sums each channel's products
+over images and positions in a float64 accumulator (reassociated, so vectorised; not the reference's order). Channels [first, stop) per call, so the threads of
+:mod:`framework.threadpool` split the channels.
+"""
+import numpy
+
+from .compiler import FASTMATH_SAFE, kernel
+
+__all__ = ["depthwise_forward", "depthwise_input_grad", "depthwise_weight_grad"]
+
+
+@kernel(fastmath=False)
+def _valid(size, out, offset, stride):
+    """Output indices o in [lo, hi) whose input position o * stride + offset lies in [0, size)."""
+    lo = 0 if offset >= 0 else (-offset + stride - 1) // stride
+    hi = 0 if size - 1 - offset < 0 else (size - 1 - offset) // stride + 1
+    return lo, max(lo, min(hi, out))
+
+
+@kernel(fastmath=False)
+def _forward(x, w, sh, sw, dh, dw, top, left, y, first, stop):
+    """y[:, first:stop] of :func:`depthwise_forward`; y zero-filled there on entry."""
+    n, h, width = x.shape[0], x.shape[2], x.shape[3]
+    oh, ow = y.shape[2], y.shape[3]
+    for c in range(first, stop):
+        for b in range(n):
+            for i in range(w.shape[1]):
+                r0, r1 = _valid(h, oh, i * dh - top, sh)
+                for j in range(w.shape[2]):
+                    c0, c1 = _valid(width, ow, j * dw - left, sw)
+                    weight = w[c, i, j]
+                    shift = j * dw - left
+                    for r in range(r0, r1):
+                        out_row, in_row = y[b, c, r], x[b, c, r * sh + i * dh - top]
+                        if sw == 1:                  # contiguous slices, indices from 0: vectorised
+                            out_part, in_part = out_row[c0:c1], in_row[c0 + shift:c1 + shift]
+                            for k in range(c1 - c0):
+                                out_part[k] += weight * in_part[k]
+                        else:
+                            in_strided = in_row[c0 * sw + shift:(c1 - 1) * sw + shift + 1:sw]
+                            out_part = out_row[c0:c1]
+                            for k in range(c1 - c0):
+                                out_part[k] += weight * in_strided[k]
+
+
+@kernel(fastmath=False)
+def _input_grad(gy, w, sh, sw, dh, dw, top, left, gx, first, stop):
+    """gx[:, first:stop] of :func:`depthwise_input_grad`; gx zero-filled there on entry."""
+    n, h, width = gx.shape[0], gx.shape[2], gx.shape[3]
+    oh, ow = gy.shape[2], gy.shape[3]
+    for c in range(first, stop):
+        for b in range(n):
+            for i in range(w.shape[1]):
+                r0, r1 = _valid(h, oh, i * dh - top, sh)
+                for j in range(w.shape[2]):
+                    c0, c1 = _valid(width, ow, j * dw - left, sw)
+                    weight = w[c, i, j]
+                    shift = j * dw - left
+                    for r in range(r0, r1):
+                        out_row, grad_row = gx[b, c, r * sh + i * dh - top], gy[b, c, r]
+                        if sw == 1:
+                            out_part, grad_part = out_row[c0 + shift:c1 + shift], grad_row[c0:c1]
+                            for k in range(c1 - c0):
+                                out_part[k] += grad_part[k] * weight
+                        else:
+                            out_strided = out_row[c0 * sw + shift:(c1 - 1) * sw + shift + 1:sw]
+                            grad_part = grad_row[c0:c1]
+                            for k in range(c1 - c0):
+                                out_strided[k] += grad_part[k] * weight
+
+
+@kernel(fastmath=FASTMATH_SAFE)
+def _weight_grad(x, gy, kh, kw, sh, sw, dh, dw, top, left, gw, first, stop):
+    """gw[first:stop] of :func:`depthwise_weight_grad`."""
+    n, h, width = x.shape[0], x.shape[2], x.shape[3]
+    oh, ow = gy.shape[2], gy.shape[3]
+    totals = numpy.zeros((kh, kw), dtype=numpy.float64)
+    for c in range(first, stop):
+        totals[:] = 0.0
+        for b in range(n):
+            for i in range(kh):
+                r0, r1 = _valid(h, oh, i * dh - top, sh)
+                for j in range(kw):
+                    c0, c1 = _valid(width, ow, j * dw - left, sw)
+                    total, shift = 0.0, j * dw - left
+                    for r in range(r0, r1):
+                        grad_part = gy[b, c, r, c0:c1]
+                        in_row = x[b, c, r * sh + i * dh - top]
+                        if sw == 1:
+                            in_part = in_row[c0 + shift:c1 + shift]
+                            for k in range(c1 - c0):
+                                total += grad_part[k] * in_part[k]
+                        else:
+                            in_strided = in_row[c0 * sw + shift:(c1 - 1) * sw + shift + 1:sw]
+                            for k in range(c1 - c0):
+                                total += grad_part[k] * in_strided[k]
+                    totals[i, j] += total
+        for i in range(kh):
+            for j in range(kw):
+                gw[c, i, j] = totals[i, j]
+
+
+def _geometry(stride, padding, dilation):
+    (sh, sw), (dh, dw), ((top, _), (left, _)) = stride, dilation, padding
+    return int(sh), int(sw), int(dh), int(dw), int(top), int(left)
+
+
+def depthwise_forward(x, w, stride, padding, dilation, out, run):
+    """y (N, C, OH, OW) of x (N, C, H, W) and w (C, KH, KW); ``run(fn, C)`` calls fn(first, stop) over the
+    channels (the caller's thread split)."""
+    x, w = numpy.ascontiguousarray(x), numpy.ascontiguousarray(w)
+    y = numpy.zeros((x.shape[0], x.shape[1]) + tuple(out), dtype=x.dtype)
+    geometry = _geometry(stride, padding, dilation)
+    run(lambda first, stop: _forward(x, w, *geometry, y, first, stop), x.shape[1])
+    return y
+
+
+def depthwise_input_grad(gy, w, x_shape, stride, padding, dilation, run):
+    """gx (N, C, H, W) for the output gradient gy (N, C, OH, OW)."""
+    gy, w = numpy.ascontiguousarray(gy), numpy.ascontiguousarray(w)
+    gx = numpy.zeros(x_shape, dtype=gy.dtype)
+    geometry = _geometry(stride, padding, dilation)
+    run(lambda first, stop: _input_grad(gy, w, *geometry, gx, first, stop), gx.shape[1])
+    return gx
+
+
+def depthwise_weight_grad(x, gy, kernel_size, stride, padding, dilation, run):
+    """gw (C, KH, KW) for the output gradient gy (N, C, OH, OW)."""
+    x, gy = numpy.ascontiguousarray(x), numpy.ascontiguousarray(gy)
+    gw = numpy.empty((x.shape[1],) + tuple(kernel_size), dtype=x.dtype)
+    geometry = _geometry(stride, padding, dilation)
+    run(lambda first, stop: _weight_grad(x, gy, *kernel_size, *geometry, gw, first, stop), x.shape[1])
+    return gw
