@@ -186,7 +186,7 @@ def ready(task, card, device="cpu", static=True, runtime="oar"):
     task.model.eval()
     if static or runtime != "oar":
         saved = card.program is not None
-        task.model = jit.to_static(task.model, dynamic_axes=task.dynamic_axes, passes=jit.EXACT_PASSES,
+        task.model = jit.to_static(task.model, dynamic_axes=task.dynamic_axes, passes=jit.INFERENCE_PASSES,
                                    cache_dir=None if saved else program_cache_dir())
         if saved:
             program = jit.load(os.path.join(card.folder, card.program), device=device)

@@ -10,9 +10,9 @@
   a layer cannot be traced.
 """
 from .program import GuardError, InputSpec, Node, Program, SlotSpec, UnknownSlotError
-from .trace import DEFAULT_PASSES, EXACT_PASSES, TraceError, trace
+from .trace import DEFAULT_PASSES, EXACT_PASSES, INFERENCE_PASSES, TraceError, trace
 from .files import ProgramFileError, load, save
 from .static import StaticLayer, to_static
 
-__all__ = ["trace", "Program", "Node", "InputSpec", "SlotSpec", "UnknownSlotError", "GuardError", "TraceError", "DEFAULT_PASSES", "EXACT_PASSES",
+__all__ = ["trace", "Program", "Node", "InputSpec", "SlotSpec", "UnknownSlotError", "GuardError", "TraceError", "DEFAULT_PASSES", "EXACT_PASSES", "INFERENCE_PASSES",
            "save", "load", "ProgramFileError", "to_static", "StaticLayer"]

@@ -212,6 +212,7 @@ ATTRIBUTES = {
     f"{_F}norm.BatchNorm": {"epsilon": EPSILON, "fixed": optional(sequence(array(), 2, 2)),
                             "running": optional(sequence(_Kind("an array or a momentum", lambda v, s: isinstance(
                                 v, Ref) or number(0, 1).test(v, s)), 3, 3))},
+    f"{_F}norm.ChannelAffine": {"relu": boolean()},
     f"{_F}norm.LpNormalize": {"p": number(), "axis": AXIS, "epsilon": EPSILON},
     f"{_F}norm.Normalize": {"view": SHAPE, "axes": AXES, "param_shape": SHAPE, "epsilon": EPSILON},
     f"{_F}pooling.AdaptiveAvgPoolNd": {"weights": sequence(array(), 1)},

@@ -8,6 +8,11 @@
   and bias (computed in float64, stored in the weight's dtype): one op and one
   pass over the activations fewer. The result differs from the unfolded one by
   rounding (within 1e-5 relative in float32).
+- ``fuse_batch_norm`` (exact; not in :data:`DEFAULT_PASSES`, see :data:`INFERENCE_PASSES`): an eval-mode
+  batch norm left unfolded becomes one :class:`~framework.ops.norm.ChannelAffine` op with its scale and shift
+  computed once, here, by the batch norm's own arithmetic (:func:`~framework.ops.norm.eval_scale_shift`), and
+  a ReLU that alone reads it is folded into that op: the same bits as the two ops, with neither the per-call
+  statistics nor a second pass over the activations.
 - ``fold_constants``: an op whose inputs are all values (parameters or
   constants) and whose attributes do not follow the input sizes runs once, at
   trace time; its outputs become values (a transposed weight, a CRF transition
@@ -17,6 +22,11 @@
 
 Each pass takes and returns a Program; it only rewires slots, so the replay
 stays exactly the eager computation apart from ``fold_batch_norm``'s rounding.
+
+:data:`DEFAULT_PASSES`: every pass but ``fuse_batch_norm`` (what ONNX export and the pruning analysis read:
+batch norms folded or kept as they are); :data:`EXACT_PASSES`: those less ``fold_batch_norm`` (replay ==
+eager bit for bit, batch norms still visible); :data:`INFERENCE_PASSES`: the exact passes and
+``fuse_batch_norm`` (what a loaded model runs: still eager's bits, fewer ops).
 """
 import dataclasses
 
@@ -25,11 +35,12 @@ import numpy
 from .. import backend
 from ..ops.conv import ConvNd
 from ..ops.linalg import Linear
+from ..ops.activation import ReLU
 from ..ops.math import Cast, Identity
-from ..ops.norm import BatchNorm
+from ..ops.norm import BatchNorm, ChannelAffine, eval_scale_shift
 from .template import Ref, follows_sizes, has_markers, ref_slots, resolve
 
-__all__ = ["optimize", "DEFAULT_PASSES", "EXACT_PASSES", "PASSES"]
+__all__ = ["optimize", "DEFAULT_PASSES", "EXACT_PASSES", "INFERENCE_PASSES", "PASSES"]
 
 
 def remove_identities(program):
@@ -91,6 +102,32 @@ def fold_batch_norm(program):
     return program.replace_nodes(kept, renames)
 
 
+def fuse_batch_norm(program):
+    """Eval-mode batch norms (and a ReLU reading one alone) to :class:`ChannelAffine` ops (module docstring)."""
+    readers, value = program.read_counts(), program.is_value
+    kept, renames, fused = [], {}, {}                       # fused: the batch norm's output slot -> its new node
+    for node in program:
+        if node.cls is ReLU and node.inputs[0] in fused and readers.get(node.inputs[0]) == 1:
+            index = fused.pop(node.inputs[0])
+            kept[index] = dataclasses.replace(kept[index], attrs={"relu": True})
+            renames[node.outputs[0]] = node.inputs[0]
+            continue
+        fixed = node.attrs.get("fixed") if node.cls is BatchNorm else None
+        if fixed is None or not (all(value(s) for s in node.inputs[1:])
+                                 and all(isinstance(r, Ref) and value(r.slot) for r in fixed)):
+            kept.append(node)
+            continue
+        x_spec, weight = program.spec(node.inputs[0]), program.value(node.inputs[1])
+        xp = backend.get_array_module(weight)
+        scale, shift, _, _ = eval_scale_shift(xp, *(program.value(r.slot) for r in fixed), weight,
+                                              program.value(node.inputs[2]), node.attrs["epsilon"], x_spec.dtype)
+        slots = (program.add_value(scale, f"{node.scope}.fused_scale"), program.add_value(shift, f"{node.scope}.fused_shift"))
+        fused[node.outputs[0]] = len(kept)
+        kept.append(dataclasses.replace(node, cls=ChannelAffine, inputs=(node.inputs[0],) + slots,
+                                        attrs={"relu": False}))
+    return program.replace_nodes(kept, renames)
+
+
 def fold_constants(program):
     """Run, once, every op whose inputs are all values (module docstring)."""
     kept = []
@@ -125,17 +162,19 @@ def eliminate_dead_code(program):
 
 
 PASSES = {"remove_identities": remove_identities, "fold_batch_norm": fold_batch_norm,
-          "fold_constants": fold_constants, "eliminate_dead_code": eliminate_dead_code}
-DEFAULT_PASSES = tuple(PASSES)
+          "fuse_batch_norm": fuse_batch_norm, "fold_constants": fold_constants,
+          "eliminate_dead_code": eliminate_dead_code}
+DEFAULT_PASSES = tuple(p for p in PASSES if p != "fuse_batch_norm")
 EXACT_PASSES = tuple(p for p in DEFAULT_PASSES if p != "fold_batch_norm")   # replay == eager, bit for bit
+INFERENCE_PASSES = tuple(p for p in PASSES if p != "fold_batch_norm")       # exact too, batch norms fused
 
 
 def optimize(program, passes=DEFAULT_PASSES):
-    """Run the named passes (in :data:`DEFAULT_PASSES` order) on ``program``; returns it."""
+    """Run the named passes (in :data:`PASSES` order) on ``program``; returns it."""
     unknown = [p for p in passes if p not in PASSES]
     if unknown:
         raise ValueError(f"unknown graph passes {unknown} (known: {', '.join(PASSES)})")
-    for name in DEFAULT_PASSES:
+    for name in PASSES:
         if name in passes:
             program = PASSES[name](program)
     return program

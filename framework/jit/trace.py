@@ -36,10 +36,10 @@ from ..ops.common import Full
 from ..tensor import Tensor, no_grad, observe_ops
 from ..tree import tree_from_json, tree_map, tree_to_json
 from .program import InputSpec, Node, Program
-from .passes import DEFAULT_PASSES, EXACT_PASSES, optimize
+from .passes import DEFAULT_PASSES, EXACT_PASSES, INFERENCE_PASSES, optimize
 from .template import Ref, Size, SizeExpr, ref_slots, replace_ints, walk_ints
 
-__all__ = ["trace", "TraceError", "DEFAULT_PASSES", "EXACT_PASSES", "input_names", "input_leaves", "is_array",
+__all__ = ["trace", "TraceError", "DEFAULT_PASSES", "EXACT_PASSES", "INFERENCE_PASSES", "input_names", "input_leaves", "is_array",
            "positional_names"]
 
 

@@ -4,7 +4,7 @@ import math
 import numpy
 
 from ..ops.conv import ConvNd
-from ..ops.norm import BatchNorm, LpNormalize, Normalize
+from ..ops.norm import BatchNorm, ChannelAffine, LpNormalize, Normalize
 from ..ops.pooling import AdaptiveAvgPoolNd, PoolNd
 from ..ops.temporal import TemporalShift
 from ..kernels.temporal_shift import shift_folds
@@ -65,6 +65,15 @@ def batch_norm(g, node, inputs):
         raise UnsupportedOpError("a batch norm with batch statistics (training mode) is not exported")
     mean, var = (g.ref(r) for r in fixed)
     return g.op("BatchNormalization", inputs + [mean, var], epsilon=float(node.attrs["epsilon"]))
+
+
+@converts(ChannelAffine)
+def channel_affine(g, node, inputs):
+    """x * scale + shift with the (C,) constants shaped (C, 1, ..., 1) to broadcast over axis 1, then Relu."""
+    x, scale, shift = inputs
+    axes = g.const(numpy.arange(1, g.rank(node.inputs[0]) - 1, dtype=numpy.int64), hint="affine_axes")
+    y = g.op("Add", [g.op("Mul", [x, g.op("Unsqueeze", [scale, axes])]), g.op("Unsqueeze", [shift, axes])])
+    return g.op("Relu", [y]) if node.attrs["relu"] else y
 
 
 @converts(Normalize)

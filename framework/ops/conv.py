@@ -4,7 +4,7 @@ One N-d implementation: the input is unfolded into columns by
 ``framework.kernels.im2col`` (layout (C * prod(kernel), N * prod(out))), so the
 forward pass and the weight gradient are single GEMMs (batched over groups when
 groups > 1) and the input gradient is ``col2im(weight.T @ grad)``. On NumPy a
-1x1 convolution over large images (:data:`POINTWISE_MIN_POSITIONS`) skips the
+1x1 convolution over large images (:data:`POINTWISE_MIN_POSITIONS`) or of one image skips the
 columns: one GEMM per image in the input's own (N, C, positions) layout, which
 saves the transposes into and out of the column layout; a depthwise 2-D convolution (one channel per
 group) skips them too (:mod:`framework.kernels.depthwise`: one multiply-add pass per kernel offset). Under
@@ -24,8 +24,9 @@ __all__ = ["conv1d", "conv2d", "conv3d"]
 
 
 # A 1x1, stride-1, unpadded, ungrouped convolution whose output has at least this many positions per image
-# runs on NumPy as one GEMM per image in the (N, C, positions) layout: no columns, no transposes. Below it
-# the per-image GEMMs are too narrow and the single im2col GEMM is faster.
+# (or of one image: then the input is already the column matrix) runs on NumPy as one GEMM per image in the
+# (N, C, positions) layout: no columns, no transposes. Below it the per-image GEMMs are too narrow and the
+# single im2col GEMM is faster.
 POINTWISE_MIN_POSITIONS = 512
 
 
@@ -40,7 +41,7 @@ class ConvNd(Function):
         keep = len(self.needs_input_grad) > 1 and self.needs_input_grad[1]  # only the weight gradient needs cols
         self.pointwise = (self.xp is numpy and groups == 1 and math.prod(self.kernel) == 1
                           and max(self.stride) == 1 and not any(lo or hi for lo, hi in self.padding)
-                          and math.prod(self.out) >= POINTWISE_MIN_POSITIONS)
+                          and (math.prod(self.out) >= POINTWISE_MIN_POSITIONS or n == 1))
         if self.pointwise:
             return self._forward_pointwise(x, w, b, keep)
         self.depthwise = (self.xp is numpy and len(self.kernel) == 2 and groups == x.shape[1] == out_channels

@@ -1,4 +1,5 @@
-"""Normalisation: batch_norm (train and eval), layer_norm, group_norm and Lp normalize.
+"""Normalisation: batch_norm (train and eval), layer_norm, group_norm and Lp normalize; channel_affine (an
+eval-mode batch norm with its scale and shift computed once, optionally with the ReLU after it).
 
 layer_norm and group_norm are one Function: view x as ``view``, standardise
 over ``axes`` of that view, then scale and shift by a per-feature or
@@ -16,7 +17,7 @@ from ..kernels.im2col import scratch
 from ..tensor import Function, Tensor, OpError
 from .. import backend, threadpool
 
-__all__ = ["batch_norm", "layer_norm", "group_norm", "normalize"]
+__all__ = ["batch_norm", "layer_norm", "group_norm", "normalize", "channel_affine"]
 
 
 class BatchNorm(Function):
@@ -37,17 +38,13 @@ class BatchNorm(Function):
             var = _channel_sum(xp, "bn_square", centred, centred) / count
             if self.running is not None:
                 self._update_running(mean, var, count)
-        else:
-            mean, var = (xp.asarray(s, dtype=x.dtype) for s in self.fixed)
-            centred = None
-        inv_std = 1 / xp.sqrt(var + self.epsilon)
-        scale = w * inv_std
-        if centred is None:  # eval: x * scale + (bias - mean * scale)
-            y = _scale_shift(xp, x3, scale, b - mean * scale)
+        else:  # eval: x * scale + (bias - mean * scale)
+            scale, shift, mean, inv_std = eval_scale_shift(xp, *self.fixed, w, b, self.epsilon, x.dtype)
             self.saved = x3, mean, inv_std, w
-        else:
-            y = _scale_shift(xp, centred, scale, b)
-            self.saved = centred, None, inv_std, w
+            return _scale_shift(xp, x3, scale, shift).reshape(x.shape)
+        inv_std = 1 / xp.sqrt(var + self.epsilon)
+        y = _scale_shift(xp, centred, w * inv_std, b)
+        self.saved = centred, None, inv_std, w
         return y.reshape(x.shape)
 
     def _update_running(self, mean, var, count):
@@ -82,6 +79,45 @@ class BatchNorm(Function):
                 gx = threadpool.elementwise(xp.multiply, g3, scale[:, None])
             gx = gx.reshape(gy.shape)
         return gx, gw if need_w else None, gb if need_b else None
+
+
+def eval_scale_shift(xp, running_mean, running_var, w, b, epsilon, dtype):
+    """(scale, shift, mean, inv_std) (C,) of an eval-mode batch norm: inv_std = 1 / sqrt(var + epsilon),
+    scale = w * inv_std, shift = b - mean * scale, the statistics taken in ``dtype`` (the input's). The one
+    computation of them, for :class:`BatchNorm` and for the program pass that fuses it
+    (:class:`ChannelAffine`), so both give the same bits."""
+    mean, var = (xp.asarray(s, dtype=dtype) for s in (running_mean, running_var))
+    inv_std = 1 / xp.sqrt(var + epsilon)
+    scale = w * inv_std
+    return scale, b - mean * scale, mean, inv_std
+
+
+class ChannelAffine(Function):
+    """y = x * scale + shift per channel (axis 1), then max(y, 0) when the attribute ``relu`` is set.
+
+    An eval-mode batch norm whose scale and shift are constants (``framework.jit.passes.fuse_batch_norm``),
+    the ReLU that reads it folded in: the same float operations as :class:`BatchNorm`'s eval forward and
+    ``ReLU``, so the same bits, in one op.
+    """
+
+    def forward(self, x, scale, shift):
+        x3 = x.reshape(x.shape[0], x.shape[1], -1)  # (N, C, L)
+        y = _scale_shift(self.xp, x3, scale, shift)
+        if self.relu:
+            threadpool.elementwise(self.xp.maximum, y, y.dtype.type(0), out=y)
+        self.saved = x3, scale, (y if self.relu else None)
+        return y.reshape(x.shape)
+
+    def backward(self, gy):
+        xp = self.xp
+        x3, scale, y = self.saved
+        g3 = gy.reshape(x3.shape)
+        if y is not None:
+            g3 = g3 * (y > 0)
+        need_x, need_scale, need_shift = self.needs_input_grad
+        gx = threadpool.elementwise(xp.multiply, g3, scale[:, None]).reshape(gy.shape) if need_x else None
+        gscale = _channel_sum(xp, "affine_product", g3, x3) if need_scale else None
+        return gx, gscale, (_channel_total(xp, g3) if need_shift else None)
 
 
 def _scale_shift(xp, a, scale, shift):
@@ -242,6 +278,19 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
     else:
         attrs["fixed"] = (running_mean.data, running_var.data)
     return BatchNorm.apply(x, weight, bias, **attrs)
+
+
+def channel_affine(x, scale, shift, relu=False):
+    """y = x * scale + shift per channel (axis 1), then max(y, 0) with ``relu`` (one op: what a traced eval-mode
+    batch norm, and the ReLU after it, become).
+
+    Shapes: x (N, C, *), scale and shift (C,) -> (N, C, *).
+    """
+    op = "channel_affine"
+    check_float(op, x, 2)
+    scale = affine(op, x, scale, (x.shape[1],), 1)
+    shift = affine(op, x, shift, (x.shape[1],), 0)
+    return ChannelAffine.apply(x, scale, shift, relu=bool(relu))
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, epsilon=1e-5):

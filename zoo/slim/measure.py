@@ -8,7 +8,7 @@
 - :func:`test_inputs`: those arrays for the first examples of a split one by one
   and for a batch of 64;
 - :func:`static_program`, :func:`export_program`: the traced program of the
-  static path (exact passes) and the one exported to ONNX (batch norm folded);
+  static path (what ``zoo.load`` runs) and the one exported to ONNX (batch norm folded);
 - :func:`timed`: median wall time of calls (after a warm-up), never asserted on;
 - :func:`best_of`: the shortest time of each of several calls run in turn,
   round after round (interleaved, so a loaded machine slows them alike), and
@@ -88,9 +88,10 @@ def _dynamic_axes(task, inputs):
     return {name: axes for name, axes in task.dynamic_axes.items() if name in names}
 
 
-def static_program(task, inputs):
-    """The model traced (exact passes) on ``inputs`` with the task's dynamic axes: oar's static path."""
-    return jit.trace(task.model, inputs, dynamic_axes=_dynamic_axes(task, inputs), passes=jit.EXACT_PASSES)
+def static_program(task, inputs, passes=jit.INFERENCE_PASSES):
+    """The model traced on ``inputs`` with the task's dynamic axes: oar's static path (the passes ``zoo.load``
+    runs, by default; :data:`~framework.jit.EXACT_PASSES` keeps the batch norms for the pruning analysis)."""
+    return jit.trace(task.model, inputs, dynamic_axes=_dynamic_axes(task, inputs), passes=passes)
 
 
 def export_program(task, inputs):

@@ -93,7 +93,7 @@ def traced(source):
     if split is None:
         raise SlimError("--model: the config has no data to take an example input from")
     inputs = model_inputs(source.task, batches_of(source, split, 1, "--model: data")[0])
-    return static_program(source.task, tuple(a[:1] for a in inputs))
+    return static_program(source.task, tuple(a[:1] for a in inputs), passes=jit.EXACT_PASSES)
 
 
 def batches_of(source, split, samples, setting):

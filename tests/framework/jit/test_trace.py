@@ -30,16 +30,35 @@ def test_every_family_replays_exactly_as_eager_at_every_size(family):
         numpy.testing.assert_array_equal(out, expected)
 
 
-@pytest.mark.parametrize("family", ["resnet18", "resnet50", "mobilenet_v2", "TSM"])
-def test_batch_norm_folding_stays_within_float32_rounding(family):
-    config, axes, feeds = FAMILIES[family]
+def _model_with_statistics(family, rng):
+    """The family's model in eval mode, its batch norms' statistics far from 0/1 (so the passes have work)."""
+    config, _, _ = FAMILIES[family]
     model = MODELS.build(config)
     model.eval()
-    rng = numpy.random.default_rng(1)
-    for layer in model.sublayers():                       # statistics far from 0/1, so folding has work to do
+    for layer in model.sublayers():
         if isinstance(layer, nn.BatchNorm2D):
             layer.running_mean.data[...] = rng.normal(0, 0.5, layer.running_mean.shape)
             layer.running_var.data[...] = rng.uniform(0.5, 2.0, layer.running_var.shape)
+    return model
+
+
+@pytest.mark.parametrize("family", ["resnet18", "mobilenet_v2", "TSM"])
+def test_batch_norm_fusion_replays_eager_bit_for_bit(family):
+    rng = numpy.random.default_rng(2)
+    model, (_, axes, feeds) = _model_with_statistics(family, rng), FAMILIES[family]
+    feeds = feeds(rng)
+    fused = jit.trace(model, feeds[0], axes, passes=jit.INFERENCE_PASSES)
+    counts, exact = fused.op_counts(), jit.trace(model, feeds[0], axes, passes=jit.EXACT_PASSES).op_counts()
+    assert "BatchNorm" not in counts and counts["ChannelAffine"] == exact["BatchNorm"]
+    assert "ReLU" not in exact or counts.get("ReLU", 0) < exact["ReLU"]    # the ReLUs after them went in too
+    for feed in feeds:
+        numpy.testing.assert_array_equal(fused(**feed), eager(model, feed))
+
+
+@pytest.mark.parametrize("family", ["resnet18", "resnet50", "mobilenet_v2", "TSM"])
+def test_batch_norm_folding_stays_within_float32_rounding(family):
+    rng = numpy.random.default_rng(1)
+    model, (_, axes, feeds) = _model_with_statistics(family, rng), FAMILIES[family]
     feeds = feeds(rng)
     folded = jit.trace(model, feeds[0], axes)
     assert "BatchNorm" not in folded.op_counts()

@@ -30,6 +30,16 @@ def test_frame_video_models_and_vision_backbones(tmp_path, family):
     assert_exported_parity(jit.trace(MODELS.build(config), (feeds[0]["x"],)), feeds, tmp_path)
 
 
+@pytest.mark.parametrize("family", ["resnet18", "mobilenet_v1"])
+def test_a_program_with_fused_batch_norms_exports(tmp_path, family):
+    """A program traced as ``zoo.load`` runs it (batch norms, and the ReLUs after them, as ChannelAffine ops)."""
+    config, _, feeds = FAMILIES[family]
+    feeds = feeds(RNG)
+    program = jit.trace(MODELS.build(config).eval(), (feeds[0]["x"],), passes=jit.INFERENCE_PASSES)
+    assert "ChannelAffine" in program.op_counts()
+    assert_exported_parity(program, feeds, tmp_path)
+
+
 @pytest.mark.parametrize("family", ["SentaBOW", "SentaCNN", "SentaGRU", "SentaLSTM", "SentaBiLSTM", "SimNetBOW",
                                     "SimNetCNN", "SimNetGRU", "SimNetLSTM", "AttentionCluster", "AttentionLSTM",
                                     "NeXtVLAD"])
