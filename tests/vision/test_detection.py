@@ -79,6 +79,33 @@ def test_coco_reader_converts_xywh_and_keeps_crowds_as_difficult(tmp_path, voc):
     numpy.testing.assert_array_equal(sample["difficult"], [False, True])
 
 
+def test_split_all_reads_every_annotation_of_a_voc_folder(voc):
+    data = VOCDetection(voc, split="all", class_names=list(DETECTION_SHAPES))
+    assert len(data) == 8                                            # train 4, val 2, test 2
+
+
+@pytest.mark.parametrize("annotation, said", [
+    ({"image_id": 7, "bbox": [1, 2, 3, 4]}, r"annotations\[0\] needs category_id"),
+    ({"image_id": 7, "category_id": 3, "bbox": [1, 2]}, r"annotations\[0\] needs .* a bbox of four numbers"),
+    ({"image_id": 7, "category_id": 3, "bbox": "wide"}, r"annotations\[0\] needs"),
+    ({"image_id": 7, "category_id": 9, "bbox": [1, 2, 3, 4]}, r"annotations\[0\]: category 9 is not in"),
+])
+def test_a_malformed_coco_annotation_is_one_error_naming_it(tmp_path, annotation, said):
+    path = tmp_path / "instances.json"
+    path.write_text(json.dumps({"images": [{"id": 7, "file_name": "a.jpg"}], "categories": [{"id": 3, "name": "ring"}],
+                                "annotations": [annotation]}))
+    with pytest.raises(DetectionDataError, match=said):
+        COCODetection(str(path))
+
+
+def test_coco_images_are_beside_the_json_unless_image_dir_says(tmp_path):
+    path = tmp_path / "instances.json"
+    path.write_text(json.dumps({"images": [{"id": 1, "file_name": "a.jpg"}], "categories": [{"id": 1, "name": "x"}],
+                                "annotations": []}))
+    assert COCODetection(str(path)).records[0][0] == str(tmp_path / "a.jpg")
+    assert COCODetection(str(path), "elsewhere").records[0][0] == os.path.join("elsewhere", "a.jpg")
+
+
 def _sample():
     img = numpy.zeros((100, 200, 3), dtype=numpy.uint8)
     return {"img": img, "boxes": numpy.float32([[10, 20, 50, 60], [120, 30, 190, 90]]),

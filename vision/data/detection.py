@@ -79,6 +79,20 @@ class _DetectionSet(Dataset):
         return self.transforms(sample)
 
 
+def _voc_ids(root, split):
+    """(the image ids of ``split`` of the VOC folder ``root``, where they were listed)."""
+    if split == "all":
+        folder = os.path.join(root, "Annotations")
+        if not os.path.isdir(folder):
+            raise DetectionDataError(f"VOCDetection: {root} is not a VOC folder (no Annotations/)")
+        return sorted(n[:-4] for n in os.listdir(folder) if n.endswith(".xml")), folder
+    list_file = os.path.join(root, "ImageSets", "Main", f"{split}.txt")
+    if not os.path.isfile(list_file):
+        raise DetectionDataError(f"VOCDetection: no image set {list_file}")
+    with open(list_file, encoding="utf-8") as f:
+        return [line.split()[0] for line in f if line.strip()], list_file
+
+
 @DATASETS.register()
 class VOCDetection(_DetectionSet):
     """A PASCAL VOC folder: ``root/JPEGImages/<id>.jpg``, ``root/Annotations/<id>.xml`` and
@@ -86,26 +100,25 @@ class VOCDetection(_DetectionSet):
 
     Args:
         root: the folder.
-        split: the image-set file's name (``train``, ``val``, ``test``, ``trainval``).
+        split: the image-set file's name (``train``, ``val``, ``test``, ``trainval``), or ``all``: every
+            annotation in ``Annotations/`` (no image-set file needed; how ``oar eval --test_file FOLDER``
+            reads a test folder of yours).
         class_names: the class names (a list or a file), in class-id order.
         transforms: the sample transforms.
         keep_difficult: keep objects marked ``difficult`` in the training targets (they are always kept,
             flagged, for evaluation, which ignores them).
     """
 
-    SPLITS = ("train", "val", "trainval", "test")
+    SPLITS = ("train", "val", "trainval", "test", "all")
+    TEST_FILE = {"file_keys": ("root",), "whole": {"split": "all"}, "from_run": {"class_names": "task.class_names"}}
 
     def __init__(self, root: str, split: str = "train", class_names=None, transforms: list = None,
                  keep_difficult: bool = True):
-        list_file = os.path.join(root, "ImageSets", "Main", f"{split}.txt")
-        if not os.path.isfile(list_file):
-            raise DetectionDataError(f"VOCDetection: no image set {list_file}")
         if class_names is None:
             raise ConfigError("VOCDetection: class_names is required (a list or a file of names)")
         self.class_names = detection_class_names(class_names)
         ids = {name: i for i, name in enumerate(self.class_names)}
-        with open(list_file, encoding="utf-8") as f:
-            names = [line.split()[0] for line in f if line.strip()]
+        names, list_file = _voc_ids(root, split)
         records = []
         for name in names:
             boxes, labels, difficult = read_voc_annotation(os.path.join(root, "Annotations", name + ".xml"), ids)
@@ -117,6 +130,25 @@ class VOCDetection(_DetectionSet):
         super().__init__(records, transforms)
 
 
+def _coco_objects(annotation_file, annotations, categories, ids):
+    """``{image id: [(corner box, class id, crowd), ...]}`` of COCO ``annotations``; one DetectionDataError
+    naming the file and the annotation for anything malformed."""
+    objects = {}
+    for index, a in enumerate(annotations):
+        try:
+            name = categories.get(a["category_id"])
+            x, y, w, h = (float(v) for v in a["bbox"])
+            image = a["image_id"]
+        except (KeyError, TypeError, ValueError) as err:
+            raise DetectionDataError(f"{annotation_file}: annotations[{index}] needs category_id, image_id and a "
+                                     f"bbox of four numbers ({err!r})") from None
+        if name not in ids:
+            raise DetectionDataError(f"{annotation_file}: annotations[{index}]: category {a['category_id']} is not "
+                                     f"in class_names")
+        objects.setdefault(image, []).append(([x, y, x + w, y + h], ids[name], bool(a.get("iscrowd"))))
+    return objects
+
+
 @DATASETS.register()
 class COCODetection(_DetectionSet):
     """Images and boxes from a COCO JSON file (``images``, ``annotations`` with ``bbox`` [x, y, w, h] in
@@ -124,32 +156,32 @@ class COCODetection(_DetectionSet):
 
     Args:
         annotation_file: the JSON file.
-        image_dir: the folder holding the images' ``file_name``.
+        image_dir: the folder holding the images' ``file_name`` (None: the JSON file's folder).
         class_names: the category names to use, in class-id order (default: the file's categories
             sorted by id).
         transforms: the sample transforms.
     """
 
-    def __init__(self, annotation_file: str, image_dir: str, class_names=None, transforms: list = None):
+    TEST_FILE = {"file_keys": ("annotation_file",), "whole": {"image_dir": None},
+                 "from_run": {"class_names": "task.class_names"}}
+
+    def __init__(self, annotation_file: str, image_dir: str = None, class_names=None, transforms: list = None):
         try:
             with open(annotation_file, encoding="utf-8") as f:
                 coco = json.load(f)
             categories = {c["id"]: c["name"] for c in coco["categories"]}
             images = coco["images"]
         except (OSError, ValueError, KeyError, TypeError) as err:
-            raise DetectionDataError(f"cannot read COCO annotations {annotation_file}: {err}") from None
+            raise DetectionDataError(f"cannot read COCO annotations {annotation_file}: {err!r}") from None
         self.class_names = (detection_class_names(class_names) if class_names is not None
                             else [categories[k] for k in sorted(categories)])
-        ids = {name: i for i, name in enumerate(self.class_names)}
-        objects = {}
-        for a in coco.get("annotations", []):
-            name = categories.get(a["category_id"])
-            if name not in ids:
-                raise DetectionDataError(f"{annotation_file}: category {a['category_id']} is not in class_names")
-            x, y, w, h = (float(v) for v in a["bbox"])
-            objects.setdefault(a["image_id"], []).append(([x, y, x + w, y + h], ids[name], bool(a.get("iscrowd"))))
+        objects = _coco_objects(annotation_file, coco.get("annotations", []), categories,
+                                {name: i for i, name in enumerate(self.class_names)})
+        image_dir = os.path.dirname(annotation_file) if image_dir is None else image_dir
         records = []
-        for image in images:
+        for index, image in enumerate(images):
+            if not isinstance(image, dict) or "id" not in image or not isinstance(image.get("file_name"), str):
+                raise DetectionDataError(f"{annotation_file}: images[{index}] needs an id and a file_name")
             found = objects.get(image["id"], [])
             records.append((os.path.join(image_dir, image["file_name"]),
                             numpy.asarray([o[0] for o in found], dtype=numpy.float32).reshape(-1, 4),
