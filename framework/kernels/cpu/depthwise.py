@@ -25,55 +25,44 @@ def _valid(size, out, offset, stride):
 
 
 @kernel(fastmath=False)
-def _forward(x, w, sh, sw, dh, dw, top, left, y, first, stop):
-    """y[:, first:stop] of :func:`depthwise_forward`; y zero-filled there on entry."""
-    n, h, width = x.shape[0], x.shape[2], x.shape[3]
-    oh, ow = y.shape[2], y.shape[3]
-    for c in range(first, stop):
-        for b in range(n):
-            for i in range(w.shape[1]):
-                r0, r1 = _valid(h, oh, i * dh - top, sh)
-                for j in range(w.shape[2]):
-                    c0, c1 = _valid(width, ow, j * dw - left, sw)
-                    weight = w[c, i, j]
-                    shift = j * dw - left
-                    for r in range(r0, r1):
-                        out_row, in_row = y[b, c, r], x[b, c, r * sh + i * dh - top]
-                        if sw == 1:                  # contiguous slices, indices from 0: vectorised
-                            out_part, in_part = out_row[c0:c1], in_row[c0 + shift:c1 + shift]
-                            for k in range(c1 - c0):
-                                out_part[k] += weight * in_part[k]
-                        else:
-                            in_strided = in_row[c0 * sw + shift:(c1 - 1) * sw + shift + 1:sw]
-                            out_part = out_row[c0:c1]
-                            for k in range(c1 - c0):
-                                out_part[k] += weight * in_strided[k]
+def _row_pass(grid_row, image_row, weight, c0, c1, shift, sw, scatter):
+    """For output columns [c0, c1): grid_row[k] += weight * image_row[k * sw + shift] (the forward pass),
+    or with ``scatter`` image_row[k * sw + shift] += grid_row[k] * weight (the input gradient)."""
+    grid_part = grid_row[c0:c1]
+    if sw == 1:                                  # contiguous slices, indices from 0: vectorised
+        image_part = image_row[c0 + shift:c1 + shift]
+        if scatter:
+            for k in range(c1 - c0):
+                image_part[k] += grid_part[k] * weight
+        else:
+            for k in range(c1 - c0):
+                grid_part[k] += weight * image_part[k]
+    else:
+        strided = image_row[c0 * sw + shift:(c1 - 1) * sw + shift + 1:sw]
+        if scatter:
+            for k in range(c1 - c0):
+                strided[k] += grid_part[k] * weight
+        else:
+            for k in range(c1 - c0):
+                grid_part[k] += weight * strided[k]
 
 
 @kernel(fastmath=False)
-def _input_grad(gy, w, sh, sw, dh, dw, top, left, gx, first, stop):
-    """gx[:, first:stop] of :func:`depthwise_input_grad`; gx zero-filled there on entry."""
-    n, h, width = gx.shape[0], gx.shape[2], gx.shape[3]
-    oh, ow = gy.shape[2], gy.shape[3]
+def _window_passes(image, grid, w, sh, sw, dh, dw, top, left, first, stop, scatter):
+    """Channels [first, stop) of every kernel offset's pass between ``image`` (N, C, H, W) and ``grid``
+    (N, C, OH, OW), offsets in the reference's order: the forward pass into ``grid`` (y), or with
+    ``scatter`` the input gradient into ``image`` (gx, from grid = gy); the target zero-filled on entry."""
+    n, h, width = image.shape[0], image.shape[2], image.shape[3]
+    oh, ow = grid.shape[2], grid.shape[3]
     for c in range(first, stop):
         for b in range(n):
             for i in range(w.shape[1]):
                 r0, r1 = _valid(h, oh, i * dh - top, sh)
                 for j in range(w.shape[2]):
                     c0, c1 = _valid(width, ow, j * dw - left, sw)
-                    weight = w[c, i, j]
-                    shift = j * dw - left
                     for r in range(r0, r1):
-                        out_row, grad_row = gx[b, c, r * sh + i * dh - top], gy[b, c, r]
-                        if sw == 1:
-                            out_part, grad_part = out_row[c0 + shift:c1 + shift], grad_row[c0:c1]
-                            for k in range(c1 - c0):
-                                out_part[k] += grad_part[k] * weight
-                        else:
-                            out_strided = out_row[c0 * sw + shift:(c1 - 1) * sw + shift + 1:sw]
-                            grad_part = grad_row[c0:c1]
-                            for k in range(c1 - c0):
-                                out_strided[k] += grad_part[k] * weight
+                        _row_pass(grid[b, c, r], image[b, c, r * sh + i * dh - top], w[c, i, j], c0, c1,
+                                  j * dw - left, sw, scatter)
 
 
 @kernel(fastmath=FASTMATH_SAFE)
@@ -118,7 +107,7 @@ def depthwise_forward(x, w, stride, padding, dilation, out, run):
     x, w = numpy.ascontiguousarray(x), numpy.ascontiguousarray(w)
     y = numpy.zeros((x.shape[0], x.shape[1]) + tuple(out), dtype=x.dtype)
     geometry = _geometry(stride, padding, dilation)
-    run(lambda first, stop: _forward(x, w, *geometry, y, first, stop), x.shape[1])
+    run(lambda first, stop: _window_passes(x, y, w, *geometry, first, stop, False), x.shape[1])
     return y
 
 
@@ -127,7 +116,7 @@ def depthwise_input_grad(gy, w, x_shape, stride, padding, dilation, run):
     gy, w = numpy.ascontiguousarray(gy), numpy.ascontiguousarray(w)
     gx = numpy.zeros(x_shape, dtype=gy.dtype)
     geometry = _geometry(stride, padding, dilation)
-    run(lambda first, stop: _input_grad(gy, w, *geometry, gx, first, stop), gx.shape[1])
+    run(lambda first, stop: _window_passes(gx, gy, w, *geometry, first, stop, True), gx.shape[1])
     return gx
 
 
