@@ -18,7 +18,8 @@ of consecutive ids that end there (:class:`NGramEmbedding`).
 Every model can read LAC's trunk instead of its own embedding (``trunk``: the arguments of
 :class:`~nlp.lac.encoder.LacEncoder`, e.g. ``{layers: 2, freeze: all}``; ids from the ``lac`` tokeniser):
 the official embedding and BiGRU layers give each position 128 (embeddings alone) or 256 features, which
-the model's own encoder and pooling read as they read embeddings; no n-grams then.
+the model's own encoder and pooling read as they read embeddings; hashed n-grams of the trunk's ids, as wide
+as its features, can be added to them as to an embedding.
 
 Two options serve training only: ``token_dropout`` p zeroes whole positions'
 embeddings with probability p (the kept ones scaled by 1 / (1 - p)), and
@@ -168,8 +169,8 @@ class _Senta(nn.Layer):
 
     def __init__(self, vocab_size, emb_dim, features, hidden2, num_classes, padding_idx, dropout, ngrams, buckets,
                  token_dropout, pretrained, trunk=None):
-        if trunk is not None and (ngrams > 1 or pretrained):
-            raise ValueError(f"{type(self).__name__}: a trunk takes neither ngrams nor pretrained vectors")
+        if trunk is not None and pretrained:
+            raise ValueError(f"{type(self).__name__}: a trunk takes no pretrained vectors (it has its own)")
         if ngrams < 1 or (ngrams > 1 and buckets < 1):
             raise ValueError(f"{type(self).__name__}: need ngrams >= 1, and buckets >= 1 when ngrams > 1; "
                              f"got ngrams={ngrams}, buckets={buckets}")

@@ -76,14 +76,16 @@ def test_freeze_stops_exactly_the_named_parts():
         LacEncoder(100, emb_dim=4, hidden=3, freeze=["rnn"])
     with pytest.raises(ConfigError, match="layers must be 0, 1 or 2"):
         LacEncoder(100, layers=3)
-    with pytest.raises(ValueError, match="a trunk takes neither ngrams nor pretrained vectors"):
-        SentaBOW(100, ngrams=2, buckets=10, trunk={"pretrained": False})
+    with pytest.raises(ValueError, match="a trunk takes no pretrained vectors"):
+        SentaBOW(100, pretrained="lac", trunk={"pretrained": False})
 
 
 @pytest.mark.parametrize("model", [
     lambda: SentaGRU(40, hidden=5, hidden2=4, num_classes=3, pooling="maxmean",
                      trunk={"pretrained": False, "emb_dim": 6, "hidden": 4, "freeze": ["embedding"]}),
     lambda: SentaBOW(40, hidden=5, hidden2=4, trunk={"pretrained": False, "layers": 0, "emb_dim": 6}),
+    lambda: SentaBOW(40, hidden=5, hidden2=4, pooling="sqrt", ngrams=2, buckets=30,
+                     trunk={"pretrained": False, "layers": 0, "emb_dim": 6}),
 ])
 def test_a_senta_model_on_the_trunk_runs_the_same_traced_and_through_onnx(model, tmp_path):
     pytest.importorskip("onnxruntime")
