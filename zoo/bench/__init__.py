@@ -44,6 +44,7 @@ SUITES = {  # benchmark name -> module whose ``run_all(quick=False)`` measures i
     "dist": "zoo.bench.dist",
     "lac": "zoo.bench.lac",
     "kernels": "zoo.bench.kernels",
+    "providers": "zoo.bench.providers",
     "export": "zoo.bench.export",
     "static": "zoo.bench.static",
     "senta": "zoo.bench.senta",

@@ -10,7 +10,8 @@ import. Compiled code is cached under ``$OAR_HOME/numba`` (one folder per CPU,
 Numba version and BLAS); where that folder cannot be written the kernels compile
 in memory for the process, with one warning.
 
-Public: :func:`enabled` (whether ops use the compiled kernels now),
+Public: :func:`enabled` (whether ops use the compiled kernels now), :func:`requested` (what
+``OAR_KERNELS`` asks for; the GEMM provider, :mod:`framework.kernels.providers`, follows it too),
 :func:`warmup` (compile every kernel for float32 and float64, as ``oar warmup``
 does), :data:`KERNELS_ENV`.
 """
@@ -20,7 +21,7 @@ import warnings
 
 from ...settings import env_choice
 
-__all__ = ["enabled", "warmup", "KERNELS_ENV"]
+__all__ = ["enabled", "requested", "warmup", "KERNELS_ENV"]
 
 KERNELS_ENV = "OAR_KERNELS"
 _CHOICES = ("numba", "numpy")
@@ -38,6 +39,11 @@ def _numba_available():
     return _state["available"]
 
 
+def requested():
+    """What ``OAR_KERNELS`` asks for: 'numba' (the default) or 'numpy' (the reference kernels, and no provider)."""
+    return env_choice(KERNELS_ENV, _CHOICES, "numba")
+
+
 def enabled():
     """True when the ops run the compiled CPU kernels: ``OAR_KERNELS`` is unset or 'numba' and Numba is installed.
 
@@ -47,7 +53,7 @@ def enabled():
     """
     raw = os.environ[KERNELS_ENV] if KERNELS_ENV in os.environ else None     # no KeyError raised and caught
     if "raw" not in _state or _state["raw"] != raw:
-        answer = env_choice(KERNELS_ENV, _CHOICES, "numba") == "numba" and _numba_available()
+        answer = requested() == "numba" and _numba_available()
         _state.update(raw=raw, enabled=answer)
     return _state["enabled"]
 
