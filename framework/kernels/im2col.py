@@ -30,6 +30,7 @@ import numpy
 from numpy.lib.stride_tricks import as_strided
 
 from .. import backend, threadpool
+from . import providers
 
 __all__ = ["im2col", "col2im", "col2im_matmul", "group_matmul", "pad", "windows", "add_windows", "add_window", "scratch"]
 
@@ -58,9 +59,12 @@ def group_matmul(a, b, out=None):
     """``matmul(a, b)`` of two stacks of G matrices; with G == 1 it is one 2-D GEMM.
 
     Shapes: a (G, m, k), b (G, k, n) -> (G, m, n), written to ``out`` when given.
-    CuPy's batched GEMM is many times slower than its 2-D GEMM in float16.
+    CuPy's batched GEMM is many times slower than its 2-D GEMM in float16. On NumPy the GEMMs run on the
+    GEMM provider when one is active (:func:`framework.kernels.providers.matmul`).
     """
     xp = backend.get_array_module(a)
+    if xp is numpy:
+        return providers.matmul(a, b, out=out)
     if a.shape[0] == 1:
         return xp.matmul(a[0], b[0], out=None if out is None else out[0])[None]
     return xp.matmul(a, b, out=out)
@@ -105,8 +109,8 @@ def col2im_matmul(w_t, gy, x_shape, kernel, stride, padding, dilation, out):
     """``col2im(matmul(w_t, gy))``, the input gradient of a convolution.
 
     Shapes: w_t (G, C_g * prod(kernel), O_g), gy (G, O_g, N * prod(out)) -> (N, C, *size).
-    On NumPy the product is formed one kernel offset at a time, so each
-    (C, N * prod(out)) block is added back while it is still in cache.
+    On NumPy the product is formed one kernel offset at a time (on the GEMM provider when one is active), so
+    each (C, N * prod(out)) block is added back while it is still in cache.
     """
     xp = backend.get_array_module(gy)
     if xp is not numpy:
@@ -118,7 +122,7 @@ def col2im_matmul(w_t, gy, x_shape, kernel, stride, padding, dilation, out):
     n, c = x_shape[:2]
 
     def product(index):
-        return numpy.matmul(per_offset[:, :, index], gy, out=block).reshape(c, n, *out)
+        return providers.matmul(per_offset[:, :, index], gy, out=block).reshape(c, n, *out)
 
     return _fold_channels_first(product, gy.dtype, x_shape, kernel, stride, padding, dilation, out)
 

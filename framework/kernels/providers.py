@@ -73,7 +73,7 @@ class Provider:
         self.addresses = [ctypes.cast(fn, ctypes.c_void_p).value for fn in (self.sgemm, self.dgemm)]
         self.set_threads = lib.MKL_Set_Num_Threads
         self.set_threads.argtypes, self.set_threads.restype = [ctypes.c_int], None
-        self.set_threads_local = lib.mkl_set_num_threads_local
+        self.set_threads_local = lib.MKL_Set_Num_Threads_Local
         self.set_threads_local.argtypes, self.set_threads_local.restype = [ctypes.c_int], ctypes.c_int
 
 

@@ -18,6 +18,7 @@ import numpy
 from .. import autocast, threadpool
 from ..kernels.depthwise import depthwise_backward, depthwise_forward
 from ..kernels.im2col import im2col, col2im_matmul, group_matmul, scratch
+from ..kernels.providers import matmul
 from ..tensor import Function, OpError
 
 __all__ = ["conv1d", "conv2d", "conv3d"]
@@ -76,7 +77,7 @@ class ConvNd(Function):
     def _forward_pointwise(self, x, w, b, keep):
         """The 1x1 case: y[n] = w (O, C) @ x[n] (C, P) for each image n."""
         x_images = x.reshape(x.shape[0], x.shape[1], -1)                       # (N, C, P)
-        y = numpy.matmul(w.reshape(w.shape[0], -1), x_images).astype(self.io_dtype, copy=False)
+        y = matmul(w.reshape(w.shape[0], -1), x_images).astype(self.io_dtype, copy=False)
         if b is not None:
             y += b.reshape(-1, 1)
         self.saved = (x_images if keep else None), w, x.shape
@@ -87,8 +88,8 @@ class ConvNd(Function):
         cols, w, x_shape = self.saved  # cols: the input as (N, C, P)
         gy_images = gy.reshape(gy.shape[0], gy.shape[1], -1).astype(w.dtype, copy=False)  # (N, O, P)
         w_rows = w.reshape(w.shape[0], -1)
-        gx = numpy.matmul(w_rows.T, gy_images).reshape(x_shape) if self.needs_input_grad[0] else None
-        gw = (numpy.matmul(gy_images, cols.swapaxes(1, 2)).sum(axis=0).reshape(w.shape)
+        gx = matmul(w_rows.T, gy_images).reshape(x_shape) if self.needs_input_grad[0] else None
+        gw = (matmul(gy_images, cols.swapaxes(1, 2)).sum(axis=0).reshape(w.shape)
               if self.needs_input_grad[1] else None)
         return gx, gw
 

@@ -4,11 +4,14 @@ A stack of matrices times one matrix runs as a single 2-D GEMM over the
 flattened batch, and the gradient of a plain-matrix operand of a batched
 product is one GEMM over the batch (never a broadcast product summed afterwards).
 Under ``framework.amp.autocast`` float32 products run in the autocast dtype
-(forward and backward) and give float32 results.
+(forward and backward) and give float32 results. On NumPy the float32/float64
+products of matrices and stacks of matrices run on the GEMM provider when one is
+active (:func:`framework.kernels.providers.matmul`).
 """
 import numpy
 
 from .. import autocast
+from ..kernels.providers import matmul as _product
 from ..tensor import Function, OpError
 from .utils import unbroadcast
 
@@ -23,8 +26,8 @@ def _swap(a):
 def _mm(a, b):
     """a @ b; a stack of matrices times one matrix runs as one GEMM. Shapes: (*B, m, k) @ (k, n)."""
     if b.ndim == 2 and a.ndim > 2:
-        return (a.reshape(-1, a.shape[-1]) @ b).reshape(a.shape[:-1] + (b.shape[-1],))
-    return a @ b
+        return _product(a.reshape(-1, a.shape[-1]), b).reshape(a.shape[:-1] + (b.shape[-1],))
+    return _product(a, b)
 
 
 def _grad_product(xp, p, q, shape):
@@ -35,7 +38,7 @@ def _grad_product(xp, p, q, shape):
     (m, B*k) @ (B*k, n).
     """
     if len(shape) == 2 and p.ndim > 2:
-        return xp.moveaxis(p, -2, 0).reshape(p.shape[-2], -1) @ q.reshape(-1, q.shape[-1])
+        return _product(xp.moveaxis(p, -2, 0).reshape(p.shape[-2], -1), q.reshape(-1, q.shape[-1]))
     return unbroadcast(_mm(p, q), shape)
 
 
@@ -71,7 +74,7 @@ class Linear(Function):
         self.io_dtype, self.compute_dtype = x.dtype, autocast.compute_dtype(self.xp, x.dtype)
         x, weight = autocast.cast(self.compute_dtype, x, weight)
         self.saved = x, weight
-        y = (x.reshape(-1, x.shape[-1]) @ weight).astype(self.io_dtype, copy=False)
+        y = _product(x.reshape(-1, x.shape[-1]), weight).astype(self.io_dtype, copy=False)
         if bias:  # added in the input dtype, after the product
             y += bias[0]
         return y.reshape(x.shape[:-1] + (weight.shape[1],))
@@ -81,8 +84,8 @@ class Linear(Function):
         g2 = gy.reshape(-1, weight.shape[1])
         gb = g2.sum(axis=0) if len(self.needs_input_grad) == 3 and self.needs_input_grad[2] else None
         g2 = g2.astype(self.compute_dtype, copy=False)
-        gx = (g2 @ weight.T).reshape(x.shape) if self.needs_input_grad[0] else None
-        gw = x.reshape(-1, x.shape[-1]).T @ g2 if self.needs_input_grad[1] else None
+        gx = _product(g2, weight.T).reshape(x.shape) if self.needs_input_grad[0] else None
+        gw = _product(x.reshape(-1, x.shape[-1]).T, g2) if self.needs_input_grad[1] else None
         gx, gw = autocast.cast(self.io_dtype, gx, gw)
         return (gx, gw) if len(self.needs_input_grad) == 2 else (gx, gw, gb)
 

@@ -20,10 +20,13 @@ float32 :func:`tanh` and :func:`sigmoid` are a rational function (Eigen's
 which vectorises; float64 keeps ``math.tanh`` (gradient checks need it exact).
 
 :func:`gemm` is a matrix product inside a kernel: for four or more rows it
-calls the BLAS that NumPy itself loaded (OpenBLAS's ``cblas_?gemm``, found
-through the process's loaded libraries and declared to LLVM by name, so the
-cached code links to it again in a new process); with fewer rows, or no BLAS
-found, a loop over the rows (state in registers, vectorised over columns).
+calls the GEMM provider's ``cblas_?gemm`` when one is active
+(:mod:`framework.kernels.providers`: MKL, 64-bit sizes), else the BLAS that NumPy
+itself loaded (OpenBLAS's, found through the process's loaded libraries), declared
+to LLVM by name, so the cached code links to it again in a new process; the
+cache folder is named after that library, so a change of provider compiles again.
+With fewer rows, or no BLAS found, a loop over the rows (state in registers,
+vectorised over columns).
 """
 import ctypes
 import glob
@@ -38,6 +41,7 @@ import numpy
 
 from ...fetch import oar_home
 from ...private import private_folder
+from .. import providers
 
 __all__ = ["kernel", "CACHE_DIR", "BLAS", "gemm", "tanh", "sigmoid", "FASTMATH_SAFE", "one_blas_thread"]
 
@@ -102,8 +106,9 @@ def _usable(folder):
     return problem
 
 
-BLAS = _find_blas()
-_SET_LOCAL = None if BLAS is None else _local_threads_setter(BLAS[0])
+_PROVIDER = providers.kernel_blas()
+BLAS = _PROVIDER[:3] if _PROVIDER is not None else _find_blas()
+_SET_LOCAL = _PROVIDER[3] if _PROVIDER is not None else None if BLAS is None else _local_threads_setter(BLAS[0])
 _blas_tag = "noblas" if BLAS is None else hashlib.sha256(os.path.basename(BLAS[0]).encode()).hexdigest()[:12]
 CACHE_DIR = os.path.join(oar_home(), "numba", _blas_tag)
 _PROBLEM = None if "numba" in sys.modules else _usable(CACHE_DIR)
