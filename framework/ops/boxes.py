@@ -245,18 +245,25 @@ def multibox_loss(loc, conf, loc_targets, classes, neg_pos_ratio=3.0, beta=1.0):
     return loc_loss, conf_loss
 
 
+_NMS_ROWS = 128     # boxes whose IoU rows are computed together: (128, K) at a time, whatever K
+
+
 def _greedy_nms(boxes, scores, iou_threshold):
-    """Indices kept by greedy NMS on NumPy arrays, by decreasing score (ties to the lower index)."""
+    """Indices kept by greedy NMS on NumPy arrays, by decreasing score (ties to the lower index): in score
+    order, the IoU rows of a block of boxes against every box after the block's first, then one pass down
+    the block's rows (a kept box suppresses the later ones it overlaps)."""
     order = numpy.argsort(-scores, kind="stable")
+    ranked = boxes[order]
+    suppressed = numpy.zeros(order.size, dtype=bool)
     keep = []
-    while order.size:
-        best = order[0]
-        keep.append(best)
-        if order.size == 1:
-            break
-        overlap = _iou(numpy, boxes[best:best + 1], boxes[order[1:]])[0]
-        order = order[1:][overlap <= iou_threshold]
-    return numpy.asarray(keep, dtype=numpy.int64)
+    for lo in range(0, order.size, _NMS_ROWS):
+        hi = min(lo + _NMS_ROWS, order.size)
+        overlaps = _iou(numpy, ranked[lo:hi], ranked[lo:]) > iou_threshold            # (hi - lo, K - lo)
+        for i in range(lo, hi):
+            if not suppressed[i]:
+                keep.append(i)
+                suppressed[lo:] |= overlaps[i - lo]
+    return order[numpy.asarray(keep, dtype=numpy.int64)]
 
 
 def nms(boxes, scores, iou_threshold=0.45, top_k=None):

@@ -60,8 +60,8 @@ class ObjectDetection(Task):
     (relative corners) and class probabilities in eval mode.
 
     Batches come from a detection dataset through :class:`DetectionCollate` (``collate_fn``). Detection:
-    for each class, priors scoring at least the threshold, greedy NMS at ``nms_threshold``
-    (:func:`F.batched_nms`), then the ``top_k`` best over all classes.
+    for each class, the ``nms_top_k`` best priors scoring at least the threshold, greedy NMS at
+    ``nms_threshold`` (:func:`F.batched_nms`), then the ``top_k`` best over all classes.
 
     Raw inputs (``predict(inputs, score_threshold=None, top_k=None)``): image paths, encoded bytes or
     uint8 RGB arrays (H, W, 3), resized to S x S. Each result: ``{"boxes": [[x1, y1, x2, y2], ...],
@@ -74,6 +74,7 @@ class ObjectDetection(Task):
         eval_score_threshold: the least score kept for mAP (0.01, as SSD's evaluation).
         top_k: detections per image at most (default 100; evaluation keeps 200).
         nms_threshold: IoU above which a lower-scoring box of the same class is dropped.
+        nms_top_k: candidates per class before NMS, best first (400, as SSD's evaluation).
         match_threshold: IoU from which a prior is trained on an object.
         neg_pos_ratio: background priors trained per positive (hard-negative mining).
         mean, std: the input normalisation (0-255 scale), as the dataset's Normalize.
@@ -83,8 +84,8 @@ class ObjectDetection(Task):
 
     def __init__(self, model, class_names, metrics=None, score_threshold: float = 0.4,
                  eval_score_threshold: float = 0.01, top_k: int = 100, nms_threshold: float = 0.45,
-                 match_threshold: float = 0.5, neg_pos_ratio: float = 3.0, mean: list = IMAGENET_MEAN,
-                 std: list = IMAGENET_STD):
+                 nms_top_k: int = 400, match_threshold: float = 0.5, neg_pos_ratio: float = 3.0,
+                 mean: list = IMAGENET_MEAN, std: list = IMAGENET_STD):
         self.model = model
         self._metrics = metrics
         self._names_file = class_names if isinstance(class_names, (str, os.PathLike)) else None
@@ -94,6 +95,7 @@ class ObjectDetection(Task):
                               f"{model.num_classes} classes; set model.num_classes: {len(self.class_names)}")
         self.score_threshold, self.eval_score_threshold = float(score_threshold), float(eval_score_threshold)
         self.top_k = check_top_k(top_k, "ObjectDetection", ConfigError)
+        self.nms_top_k = check_top_k(nms_top_k, "ObjectDetection nms_top_k", ConfigError)
         self.nms_threshold, self.neg_pos_ratio = float(nms_threshold), float(neg_pos_ratio)
         self.mean, self.std = numpy.float32(mean), numpy.float32(std)
         self.collate_fn = DetectionCollate(model.priors.numpy(), model.variances, match_threshold)
@@ -111,6 +113,10 @@ class ObjectDetection(Task):
         prior, label = numpy.nonzero(scores >= score_threshold)
         if not len(prior):
             return numpy.zeros((0, 4), numpy.float32), numpy.zeros(0, numpy.float32), numpy.zeros(0, numpy.int64)
+        order = numpy.lexsort((-scores[prior, label], label))                  # by class, best first in each
+        prior, label = prior[order], label[order]
+        rank = numpy.arange(len(label)) - numpy.searchsorted(label, label)   # place within its class
+        prior, label = prior[rank < self.nms_top_k], label[rank < self.nms_top_k]
         chosen, chosen_scores = boxes[prior], scores[prior, label]
         keep = F.batched_nms(chosen, chosen_scores, label, self.nms_threshold, top_k).numpy()
         return chosen[keep], chosen_scores[keep], label[keep].astype(numpy.int64)
