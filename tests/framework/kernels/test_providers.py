@@ -29,8 +29,10 @@ installed = pytest.mark.skipif(providers.find_library() is None, reason="the mkl
 
 @pytest.fixture
 def fresh(monkeypatch):
-    """The provider looked for again in this test (and forgotten after it), with ``OAR_KERNELS`` unset."""
+    """The provider looked for again in this test (and forgotten after it), with ``OAR_KERNELS`` unset and every
+    product, however small, sent to it."""
     monkeypatch.setattr(providers, "_state", {})
+    monkeypatch.setattr(providers, "MIN_MULTIPLY_ADDS", 1)
     monkeypatch.delenv(cpu.KERNELS_ENV, raising=False)
 
 
@@ -106,6 +108,13 @@ def test_recurrence_gradcheck_on_the_provider(fresh, op):
     weight = rng.uniform(-0.5, 0.5, (hidden, gates * hidden))
     fn = F.dynamic_gru if op == "gru" else F.dynamic_lstm
     gradcheck(lambda a, b: fn(a, lengths, b)[0], [x, weight], max_elements=40)
+
+
+@installed
+def test_small_products_stay_on_numpy(monkeypatch):
+    monkeypatch.setattr(providers, "_state", {})
+    a, b = _operands(numpy.random.default_rng(6), 16, 128, 384, "plain")        # below MIN_MULTIPLY_ADDS
+    numpy.testing.assert_array_equal(providers.matmul(a, b), numpy.matmul(a, b))
 
 
 @installed
