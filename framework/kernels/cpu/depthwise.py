@@ -6,10 +6,11 @@ the output rows and columns whose window position lies inside the image, so the 
 read. Every output (and every input-gradient) element accumulates its kernel offsets in the reference's
 order, (0, 0) first, so the forward pass and the input gradient equal the NumPy kernel's bit for bit
 (compiled without fastmath: no fused multiply-adds). The weight gradient sums each channel's products
-over images and positions in a float64 accumulator (reassociated, so vectorised; not the reference's order). Channels [first, stop) per call, so the threads of
-:mod:`framework.threadpool` split the channels.
+over images and positions in a float64 accumulator (reassociated, so vectorised; not the reference's
+order). Channels [first, stop) per call, so the threads of :mod:`framework.threadpool` split the channels.
 """
 import numpy
+from numba import uint64
 
 from .compiler import FASTMATH_SAFE, kernel
 
@@ -25,33 +26,11 @@ def _valid(size, out, offset, stride):
 
 
 @kernel(fastmath=False)
-def _row_pass(grid_row, image_row, weight, c0, c1, shift, sw, scatter):
-    """For output columns [c0, c1): grid_row[k] += weight * image_row[k * sw + shift] (the forward pass),
-    or with ``scatter`` image_row[k * sw + shift] += grid_row[k] * weight (the input gradient)."""
-    grid_part = grid_row[c0:c1]
-    if sw == 1:                                  # contiguous slices, indices from 0: vectorised
-        image_part = image_row[c0 + shift:c1 + shift]
-        if scatter:
-            for k in range(c1 - c0):
-                image_part[k] += grid_part[k] * weight
-        else:
-            for k in range(c1 - c0):
-                grid_part[k] += weight * image_part[k]
-    else:
-        strided = image_row[c0 * sw + shift:(c1 - 1) * sw + shift + 1:sw]
-        if scatter:
-            for k in range(c1 - c0):
-                strided[k] += grid_part[k] * weight
-        else:
-            for k in range(c1 - c0):
-                grid_part[k] += weight * strided[k]
-
-
-@kernel(fastmath=False)
 def _window_passes(image, grid, w, sh, sw, dh, dw, top, left, first, stop, scatter):
     """Channels [first, stop) of every kernel offset's pass between ``image`` (N, C, H, W) and ``grid``
     (N, C, OH, OW), offsets in the reference's order: the forward pass into ``grid`` (y), or with
-    ``scatter`` the input gradient into ``image`` (gx, from grid = gy); the target zero-filled on entry."""
+    ``scatter`` the input gradient into ``image`` (gx, from grid = gy); the target zero-filled on entry.
+    Column indices are unsigned (no negative-index wrap to test), so the row loops vectorise."""
     n, h, width = image.shape[0], image.shape[2], image.shape[3]
     oh, ow = grid.shape[2], grid.shape[3]
     for c in range(first, stop):
@@ -60,9 +39,15 @@ def _window_passes(image, grid, w, sh, sw, dh, dw, top, left, first, stop, scatt
                 r0, r1 = _valid(h, oh, i * dh - top, sh)
                 for j in range(w.shape[2]):
                     c0, c1 = _valid(width, ow, j * dw - left, sw)
+                    weight, shift = w[c, i, j], j * dw - left
                     for r in range(r0, r1):
-                        _row_pass(grid[b, c, r], image[b, c, r * sh + i * dh - top], w[c, i, j], c0, c1,
-                                  j * dw - left, sw, scatter)
+                        row = r * sh + i * dh - top
+                        if scatter:
+                            for col in range(c0, c1):
+                                image[b, c, row, uint64(col * sw + shift)] += grid[b, c, r, uint64(col)] * weight
+                        else:
+                            for col in range(c0, c1):
+                                grid[b, c, r, uint64(col)] += weight * image[b, c, row, uint64(col * sw + shift)]
 
 
 @kernel(fastmath=FASTMATH_SAFE)
@@ -80,16 +65,9 @@ def _weight_grad(x, gy, kh, kw, sh, sw, dh, dw, top, left, gw, first, stop):
                     c0, c1 = _valid(width, ow, j * dw - left, sw)
                     total, shift = 0.0, j * dw - left
                     for r in range(r0, r1):
-                        grad_part = gy[b, c, r, c0:c1]
-                        in_row = x[b, c, r * sh + i * dh - top]
-                        if sw == 1:
-                            in_part = in_row[c0 + shift:c1 + shift]
-                            for k in range(c1 - c0):
-                                total += grad_part[k] * in_part[k]
-                        else:
-                            in_strided = in_row[c0 * sw + shift:(c1 - 1) * sw + shift + 1:sw]
-                            for k in range(c1 - c0):
-                                total += grad_part[k] * in_strided[k]
+                        row = r * sh + i * dh - top
+                        for col in range(c0, c1):
+                            total += gy[b, c, r, uint64(col)] * x[b, c, row, uint64(col * sw + shift)]
                     totals[i, j] += total
         for i in range(kh):
             for j in range(kw):
