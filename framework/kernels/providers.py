@@ -9,9 +9,12 @@ convolution GEMMs (:mod:`framework.kernels.im2col`), ``Linear`` and ``matmul``
 recurrent kernels, which call :func:`kernel_blas`'s entry points by address.
 
 Chosen automatically: the provider is :func:`active` when ``OAR_KERNELS`` is
-not ``numpy`` and the installed ``mkl`` distribution's ``libmkl_rt`` loads
-(found through its file list, loaded with ctypes, once per process); otherwise
-everything stays on NumPy, which is the reference. Its ILP64 entries
+not ``numpy``, oar runs on at most :data:`MAX_THREADS` threads and the installed
+``mkl`` distribution's ``libmkl_rt`` loads (found through its file list, loaded
+with ctypes, once per process); otherwise everything stays on NumPy, which is
+the reference. On two threads MKL's GEMMs alone were faster too, but whole
+training steps were slower with it (Senta LSTM 1.4x, ResNet-50 1.1x; its OpenMP
+workers beside OpenBLAS's and oar's own pool on two cores), so it is not used there. Its ILP64 entries
 (``cblas_sgemm_64``) take 64-bit sizes whatever ``MKL_INTERFACE_LAYER`` says.
 Its thread count is :func:`framework.threadpool.num_threads` (``OAR_NUM_THREADS``,
 checked: a bad value is one SettingError) when it loads; ``threadpool.set_num_threads``
@@ -28,7 +31,8 @@ from .. import backend, threadpool
 from .cpu import requested
 
 __all__ = ["Provider", "library_file", "find_library", "load", "active", "kernel_blas", "matmul", "call_cblas",
-           "blas_layout", "DISTRIBUTION", "MIN_MULTIPLY_ADDS"]
+           "blas_layout", "DISTRIBUTION", "MIN_MULTIPLY_ADDS",
+           "MAX_THREADS"]
 
 DISTRIBUTION = "mkl"                     # the wheel that holds the provider
 _LIBRARY = "libmkl_rt"                   # its single dynamic library (MKL's runtime dispatcher)
@@ -37,6 +41,8 @@ _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 #: more than its kernels gain (measured: 0.34x NumPy's rate at batch 1 of a recurrent step, 0.74-1.1x at 16 rows
 #: of 128 x 384, 1.07-1.34x from 16 x 128 x 512 up).
 MIN_MULTIPLY_ADDS = 1 << 20
+#: The provider runs only when oar runs on at most this many threads (see the module docstring).
+MAX_THREADS = 1
 _state = {}                              # "provider": the loaded Provider or None, once tried
 
 
@@ -95,9 +101,10 @@ def load(path):
 
 
 def active():
-    """The :class:`Provider` oar's GEMMs run on now, or None (``OAR_KERNELS=numpy``, or no provider installed).
-    ``OAR_KERNELS`` is read on every call; the library is looked for and loaded once per process."""
-    if requested() == "numpy":
+    """The :class:`Provider` oar's GEMMs run on now, or None (``OAR_KERNELS=numpy``, more than
+    :data:`MAX_THREADS` threads, or no provider installed). ``OAR_KERNELS`` and the thread count are read on every
+    call; the library is looked for and loaded once per process."""
+    if requested() == "numpy" or threadpool.num_threads() > MAX_THREADS:
         return None
     if "provider" not in _state:
         _state["provider"] = load(find_library())

@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 import numpy
 import pytest
@@ -29,9 +30,10 @@ installed = pytest.mark.skipif(providers.find_library() is None, reason="the mkl
 
 @pytest.fixture
 def fresh(monkeypatch):
-    """The provider looked for again in this test (and forgotten after it), with ``OAR_KERNELS`` unset and every
-    product, however small, sent to it."""
+    """The provider looked for again in this test (and forgotten after it), with ``OAR_KERNELS`` unset, oar on one
+    thread and every product, however small, sent to it."""
     monkeypatch.setattr(providers, "_state", {})
+    monkeypatch.setattr(threadpool, "_threads", 1)
     monkeypatch.setattr(providers, "MIN_MULTIPLY_ADDS", 1)
     monkeypatch.delenv(cpu.KERNELS_ENV, raising=False)
 
@@ -93,26 +95,43 @@ def test_gradchecks_through_the_provider(fresh):
               [rng.standard_normal((3, 4, 6)), rng.standard_normal((5, 6))])
 
 
+RECURRENCE_ON_THE_PROVIDER = """
+import os, numpy
+from framework.kernels.cpu import compiler
+from framework.nn import functional as F
+from framework.testing import gradcheck
+assert os.path.basename(compiler.BLAS[0]).startswith("libmkl_rt"), compiler.BLAS
+assert compiler.one_blas_thread(lambda: 7) == 7                  # the provider's per-thread thread count
+rng = numpy.random.default_rng(3)
+lengths = numpy.array([4, 0, 1, 3, 4, 2])                        # batch 6: above the kernels' BLAS threshold
+for fn, gates in ((F.dynamic_gru, 3), (F.dynamic_lstm, 4)):
+    x, weight = rng.uniform(-1, 1, (6, 4, gates * 4)), rng.uniform(-0.5, 0.5, (4, gates * 4))
+    gradcheck(lambda a, b: fn(a, lengths, b)[0], [x, weight], max_elements=40)
+print("ok")
+"""
+
+
 @installed
 @pytest.mark.skipif(not cpu.enabled(), reason="the compiled CPU kernels are off")
-@pytest.mark.parametrize("op", ["gru", "lstm"])
-def test_recurrence_gradcheck_on_the_provider(fresh, op):
-    """The compiled recurrent kernels call the provider's GEMM (batch 6: above the BLAS threshold), float64."""
-    from framework.kernels.cpu import compiler
-    assert os.path.basename(compiler.BLAS[0]).startswith("libmkl_rt")
-    assert compiler.one_blas_thread(lambda: 7) == 7                  # the provider's per-thread thread count
-    gates, hidden = (3, 4) if op == "gru" else (4, 4)
-    rng = numpy.random.default_rng(3)
-    lengths = numpy.array([4, 0, 1, 3, 4, 2])
-    x = rng.uniform(-1, 1, (6, 4, gates * hidden))
-    weight = rng.uniform(-0.5, 0.5, (hidden, gates * hidden))
-    fn = F.dynamic_gru if op == "gru" else F.dynamic_lstm
-    gradcheck(lambda a, b: fn(a, lengths, b)[0], [x, weight], max_elements=40)
+def test_recurrence_gradcheck_on_the_provider(tmp_path):
+    """The compiled GRU and LSTM kernels call the provider's GEMM, float64 gradients by central differences (in a
+    process of its own on one thread, where the kernels pick their BLAS when first compiled)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OAR_")}
+    env.update(OAR_NUM_THREADS="1", OAR_HOME=os.environ.get("OAR_HOME", str(tmp_path)))
+    done = subprocess.run([sys.executable, "-c", RECURRENCE_ON_THE_PROVIDER], capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=600)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
 
 
 @installed
-def test_small_products_stay_on_numpy(monkeypatch):
-    monkeypatch.setattr(providers, "_state", {})
+def test_off_on_more_threads(fresh, monkeypatch):
+    monkeypatch.setattr(threadpool, "_threads", providers.MAX_THREADS + 1)
+    assert providers.active() is None
+
+
+@installed
+def test_small_products_stay_on_numpy(fresh, monkeypatch):
+    monkeypatch.setattr(providers, "MIN_MULTIPLY_ADDS", 1 << 20)
     a, b = _operands(numpy.random.default_rng(6), 16, 128, 384, "plain")        # below MIN_MULTIPLY_ADDS
     numpy.testing.assert_array_equal(providers.matmul(a, b), numpy.matmul(a, b))
 
