@@ -1,7 +1,7 @@
 """A model trained on one's own files goes everywhere a zoo model goes (through the installed ``oar``).
 
-For a sentiment, a matching, a LAC and a video model trained on the small
-own-data examples: ``oar eval --test_file`` → ``zoo.load(run)`` → ``oar export
+For a sentiment, a matching, a LAC, a video and a detection model trained on the
+small own-data examples (a detector's test file is a VOC folder): ``oar eval --test_file`` → ``zoo.load(run)`` → ``oar export
 run`` (program and ONNX) → ``oar run export`` on both runtimes equal to ``oar
 infer`` → ``oar serve run`` answering the same → ``oar compress --model run``
 → ``oar run`` / ``oar serve`` / ``oar export`` of what compress wrote. The
@@ -12,6 +12,7 @@ import base64
 import json
 import os
 
+import numpy
 import pytest
 
 import zoo
@@ -31,6 +32,8 @@ FAMILIES = {
             ["我买了一台白色的格力空调"]),
     "video": ("video_own_data", ["train.epochs=1"], "examples/videos/val.txt", "--input_path",
               ["examples/videos/clips/grow_3.mp4"]),
+    "detection": ("detection_own_data", ["train.epochs=1"], "examples/detection", "--input_path",
+                  ["examples/detection/JPEGImages/000016.jpg", "examples/detection/JPEGImages/000019.jpg"]),
 }
 QUANT = ["-o", "quant.calibration_samples=4", "quant.calibration_split=eval"]
 
@@ -48,7 +51,8 @@ def _results(*args, cwd):
 
 
 def assert_same(ours, theirs):
-    """Equal results: labels, words and tags exactly, scores within 1e-4."""
+    """Equal results: labels, words and tags exactly, scores within 1e-4 (a detector's boxes within 0.05
+    pixels)."""
     assert len(ours) == len(theirs)
     for a, b in zip(ours, theirs):
         a, b = {k: v for k, v in a.items() if k != "input"}, {k: v for k, v in b.items() if k != "input"}
@@ -56,6 +60,8 @@ def assert_same(ours, theirs):
         for key in a:
             if isinstance(a[key], float):
                 assert a[key] == pytest.approx(b[key], abs=1e-4)
+            elif key in ("boxes", "scores"):
+                assert numpy.allclose(a[key], b[key], atol=0.05 if key == "boxes" else 1e-4), key
             elif key == "topk":
                 assert [n for n, _ in a[key]] == [n for n, _ in b[key]]
                 assert [p for _, p in a[key]] == pytest.approx([p for _, p in b[key]], abs=1e-4)
@@ -150,7 +156,7 @@ def test_what_compress_writes_is_a_run_that_runs_and_exports(family, compressed,
 
 
 def _instance(family, value):
-    if family == "video":
+    if FAMILIES[family][3] == "--input_path":
         with open(os.path.join(ROOT, value), "rb") as f:
             return {"b64": base64.b64encode(f.read()).decode()}
     return value.split("\t") if "\t" in value else value
