@@ -28,7 +28,7 @@ import re
 import numpy
 
 from .. import backend, threadpool
-from .cpu import requested
+from .choice import requested
 
 __all__ = ["Provider", "library_file", "find_library", "load", "active", "kernel_blas", "matmul", "call_cblas",
            "blas_layout", "DISTRIBUTION", "MIN_MULTIPLY_ADDS",

@@ -19,12 +19,10 @@ import importlib.util
 import os
 import warnings
 
-from ...settings import env_choice
+from ..choice import KERNELS_ENV, requested
 
 __all__ = ["enabled", "requested", "warmup", "KERNELS_ENV"]
 
-KERNELS_ENV = "OAR_KERNELS"
-_CHOICES = ("numba", "numpy")
 _state = {"checked": False, "available": False}
 
 
@@ -37,11 +35,6 @@ def _numba_available():
             warnings.warn("oar: Numba is not installed; the CPU recurrences and CRF run on the NumPy kernels "
                           "(slower). `pip install numba` to compile them.", RuntimeWarning, stacklevel=3)
     return _state["available"]
-
-
-def requested():
-    """What ``OAR_KERNELS`` asks for: 'numba' (the default) or 'numpy' (the reference kernels, and no provider)."""
-    return env_choice(KERNELS_ENV, _CHOICES, "numba")
 
 
 def enabled():
