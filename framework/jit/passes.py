@@ -69,20 +69,28 @@ def _folded_weights(producer, weight, bias, mean, var, gamma, beta, epsilon):
     return new_weight.astype(weight.dtype), new_bias.astype(weight.dtype)
 
 
+def _fixed_statistics(program, node):
+    """The (running mean, running variance) arrays of ``node`` when it is an eval-mode batch norm whose
+    statistics, weight and bias are all program values (so it can be computed ahead), else None."""
+    fixed = node.attrs.get("fixed") if node.cls is BatchNorm else None
+    if fixed is None or not (all(program.is_value(s) for s in node.inputs[1:])
+                             and all(isinstance(r, Ref) and program.is_value(r.slot) for r in fixed)):
+        return None
+    return tuple(program.value(r.slot) for r in fixed)
+
+
 def fold_batch_norm(program):
     """Fold eval-mode batch norms into the convolution or linear map before them (module docstring)."""
     producers = program.producers()
     readers = program.read_counts()
     kept, renames, folded = [], {}, {}                      # folded: id(producer) -> its new weight and bias slots
     for node in program:
-        fixed = node.attrs.get("fixed") if node.cls is BatchNorm else None
-        producer = producers.get(node.inputs[0]) if fixed is not None else None
-        value = program.is_value
+        statistics = _fixed_statistics(program, node)
+        producer = producers.get(node.inputs[0]) if statistics is not None else None
         foldable = (producer is not None and producer.cls in (ConvNd, Linear) and not producer.multi
                     and id(producer) not in folded
                     and readers.get(node.inputs[0]) == 1 and not has_markers(producer.attrs)
-                    and all(value(s) for s in producer.inputs[1:] + node.inputs[1:])
-                    and all(isinstance(r, Ref) and value(r.slot) for r in fixed)
+                    and all(program.is_value(s) for s in producer.inputs[1:])
                     and (producer.cls is ConvNd or len(program.spec(node.inputs[0]).shape) == 2))
         if not foldable:
             kept.append(node)
@@ -90,7 +98,7 @@ def fold_batch_norm(program):
         host = {s: backend.to_device(program.value(s), "cpu") for s in producer.inputs[1:] + node.inputs[1:]}
         weight = host[producer.inputs[1]]
         bias = host[producer.inputs[2]] if len(producer.inputs) > 2 else None
-        mean, var = (backend.to_device(program.value(r.slot), "cpu") for r in fixed)
+        mean, var = (backend.to_device(a, "cpu") for a in statistics)
         new_weight, new_bias = _folded_weights(producer.cls, weight, bias, mean, var, host[node.inputs[1]],
                                                host[node.inputs[2]], node.attrs["epsilon"])
         device = backend.device_of(program.value(producer.inputs[1]))
@@ -104,7 +112,7 @@ def fold_batch_norm(program):
 
 def fuse_batch_norm(program):
     """Eval-mode batch norms (and a ReLU reading one alone) to :class:`ChannelAffine` ops (module docstring)."""
-    readers, value = program.read_counts(), program.is_value
+    readers = program.read_counts()
     kept, renames, fused = [], {}, {}                       # fused: the batch norm's output slot -> its new node
     for node in program:
         if node.cls is ReLU and node.inputs[0] in fused and readers.get(node.inputs[0]) == 1:
@@ -112,16 +120,15 @@ def fuse_batch_norm(program):
             kept[index] = dataclasses.replace(kept[index], attrs={"relu": True})
             renames[node.outputs[0]] = node.inputs[0]
             continue
-        fixed = node.attrs.get("fixed") if node.cls is BatchNorm else None
-        if fixed is None or not (all(value(s) for s in node.inputs[1:])
-                                 and all(isinstance(r, Ref) and value(r.slot) for r in fixed)):
+        statistics = _fixed_statistics(program, node)
+        if statistics is None:
             kept.append(node)
             continue
-        x_spec, weight = program.spec(node.inputs[0]), program.value(node.inputs[1])
-        xp = backend.get_array_module(weight)
-        scale, shift, _, _ = eval_scale_shift(xp, *(program.value(r.slot) for r in fixed), weight,
-                                              program.value(node.inputs[2]), node.attrs["epsilon"], x_spec.dtype)
-        slots = (program.add_value(scale, f"{node.scope}.fused_scale"), program.add_value(shift, f"{node.scope}.fused_shift"))
+        weight, bias = (program.value(s) for s in node.inputs[1:])
+        scale, shift, _, _ = eval_scale_shift(backend.get_array_module(weight), *statistics, weight, bias,
+                                              node.attrs["epsilon"], program.spec(node.inputs[0]).dtype)
+        slots = (program.add_value(scale, f"{node.scope}.fused_scale"),
+                 program.add_value(shift, f"{node.scope}.fused_shift"))
         fused[node.outputs[0]] = len(kept)
         kept.append(dataclasses.replace(node, cls=ChannelAffine, inputs=(node.inputs[0],) + slots,
                                         attrs={"relu": False}))

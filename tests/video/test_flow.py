@@ -96,22 +96,23 @@ def test_normalize_modality_scales_motion_and_normalises_colour():
     assert out[0, 0, 0].tolist() == [0.0, 0.0, 0.0, 25.0, 25.0]
 
 
-def _counting_decode(frames):
+def _cached_video(tmp_path):
+    """(a video file, a flow cache, a frame decoder counting its calls in ``calls``, the calls, its flow)
+    after one ``get`` of that video (which computed the flow)."""
+    frames = translating_frames(4, 32)
+    video = tmp_path / "a.mp4"
+    video.write_bytes(b"one video")
+    cache = FlowCache(FlowSettings(), root=str(tmp_path / "cache"))
     calls = []
 
     def decode():
         calls.append(1)
         return frames
-    return decode, calls
+    return video, cache, decode, calls, cache.get(str(video), decode, expected=(4, 32, 32))
 
 
 def test_cache_hit_and_invalidation(tmp_path):
-    frames = translating_frames(4, 32)
-    video = tmp_path / "a.mp4"
-    video.write_bytes(b"one video")
-    cache = FlowCache(FlowSettings(), root=str(tmp_path / "cache"))
-    decode, calls = _counting_decode(frames)
-    first = cache.get(str(video), decode, expected=(4, 32, 32))
+    video, cache, decode, calls, first = _cached_video(tmp_path)
     assert first.shape == (3, 32, 32, 2) and first.dtype == numpy.uint8 and len(calls) == 1
     assert numpy.array_equal(cache.get(str(video), decode, expected=(4, 32, 32)), first) and len(calls) == 1
     assert os.path.basename(cache.entry(str(video))).startswith(file_sha256(str(video)))
@@ -125,12 +126,7 @@ def test_cache_hit_and_invalidation(tmp_path):
 
 @pytest.mark.parametrize("damage", ["garbage", "float32", "shape", "truncated"])
 def test_corrupt_cache_entry_is_refused_and_recomputed(tmp_path, damage):
-    frames = translating_frames(4, 32)
-    video = tmp_path / "a.mp4"
-    video.write_bytes(b"one video")
-    cache = FlowCache(FlowSettings(), root=str(tmp_path / "cache"))
-    decode, calls = _counting_decode(frames)
-    good = cache.get(str(video), decode, expected=(4, 32, 32))
+    video, cache, decode, calls, good = _cached_video(tmp_path)
     entry = cache.entry(str(video))
     if damage == "garbage":
         open(entry, "wb").write(b"\x93NUMPY not really")

@@ -107,8 +107,11 @@ def _usable(folder):
 
 
 _PROVIDER = providers.kernel_blas()
-BLAS = _PROVIDER[:3] if _PROVIDER is not None else _find_blas()
-_SET_LOCAL = _PROVIDER[3] if _PROVIDER is not None else None if BLAS is None else _local_threads_setter(BLAS[0])
+if _PROVIDER is not None:
+    BLAS, _SET_LOCAL = _PROVIDER[:3], _PROVIDER[3]
+else:
+    BLAS = _find_blas()
+    _SET_LOCAL = None if BLAS is None else _local_threads_setter(BLAS[0])
 _blas_tag = "noblas" if BLAS is None else hashlib.sha256(os.path.basename(BLAS[0]).encode()).hexdigest()[:12]
 CACHE_DIR = os.path.join(oar_home(), "numba", _blas_tag)
 _PROBLEM = None if "numba" in sys.modules else _usable(CACHE_DIR)
