@@ -14,7 +14,8 @@ import numpy
 from .. import backend
 from ..kernels import crf as crf_kernel
 from ..tensor import Function, Tensor, OpError
-from .rnn import array_on_device, sequence_lengths, time_index
+from ..kernels.runs import time_index
+from .rnn import array_on_device, sequence_lengths
 from .utils import check_float
 
 __all__ = ["linear_chain_crf", "viterbi_decode"]

@@ -14,24 +14,21 @@ in ``framework.kernels`` and backward runs backpropagation through time there,
 from the gates cached in forward. Both kernels run the rows sorted by
 decreasing length and compute only the rows still running at each step, and
 :func:`dynamic_bigru` / :func:`dynamic_bilstm` run both directions of a layer
-in the same time loop. On the CPU the compiled kernels of
-:mod:`framework.kernels.cpu.recurrent` run by default (``OAR_KERNELS=numpy``
-selects the NumPy ones): they read the projections batch-major and write the
-outputs in place, so no gathers are needed, and when no gradient is wanted
-(inference) nothing is kept for backward.
+in the same time loop. Which kernel runs is chosen in one place,
+:mod:`framework.kernels.recurrence` (on the CPU the compiled kernels by default,
+``OAR_KERNELS=numpy`` the NumPy ones); when no gradient is wanted (inference)
+the compiled path keeps nothing for backward.
 """
 import numpy
 
 from .. import backend
-from ..kernels import cpu, gru as gru_kernel, lstm as lstm_kernel, peephole_lstm as peephole_kernel
+from ..kernels import recurrence
+from ..kernels.peephole_lstm import ACTIVATIONS
+from ..kernels.recurrence import DEFAULT_LSTM_ACTIVATIONS
 from ..tensor import Function, Tensor, OpError
 from .utils import check_float
 
 __all__ = ["sequence_linear", "dynamic_gru", "dynamic_bigru", "dynamic_lstm", "dynamic_bilstm"]
-
-#: Paddle's ``lstm`` op defaults: (gate_activation, cell_activation, candidate_activation).
-DEFAULT_LSTM_ACTIVATIONS = ("sigmoid", "tanh", "tanh")
-
 
 def sequence_lengths(lengths, x, op, minimum=0):
     """``lengths`` (Tensor, array, list or None) as an int64 array on ``x``'s device.
@@ -59,18 +56,6 @@ def array_on_device(data, x):
     if isinstance(data, (list, tuple)):
         data = numpy.asarray(data)
     return backend.to_device(data, backend.device_of(x.data))
-
-
-def time_index(lengths, num_steps, reverse):
-    """(N, T) int64 source positions of the run's steps: t, or lengths-1-t inside each length when reversed.
-
-    The map is its own inverse, so it also puts a run's step s back at its position.
-    """
-    xp = backend.get_array_module(lengths)
-    steps = xp.arange(num_steps, dtype=xp.int64)[None, :]
-    if not reverse:
-        return xp.broadcast_to(steps, (len(lengths), num_steps))
-    return xp.where(steps < lengths[:, None], lengths[:, None] - 1 - steps, steps)
 
 
 def _check_recurrent(op, x, weight, bias, states, gates):
@@ -156,123 +141,25 @@ def sequence_linear(x, lengths, weight, bias):
     return SequenceLinear.apply(x, weight, bias, lengths=lengths)
 
 
-def _compiled_row_order(lengths, num_steps, reverses, save):
-    """``(runs or None, row order, active rows per step)`` for a compiled recurrence: with ``save`` (a gradient
-    is wanted) the :class:`_SortedRuns` backward reads too, else only the kernel's order."""
-    from ..kernels.cpu import recurrent
-    if save:
-        seq = _SortedRuns(lengths, num_steps, reverses)
-        return seq, seq.order, recurrent.active_counts(lengths, num_steps)
-    return (None, *recurrent.row_order(lengths, num_steps))
-
-
-class _SortedRuns:
-    """Gathers between batch-major (N, T, F) arrays and the GRU kernel's sorted, time-major runs (T, S, N, F).
-
-    The kernel's row i is sequence ``order[i]`` (rows by decreasing length) and
-    its step t of run s reads position ``index[s][n, t]`` of sequence n (t, or
-    lengths-1-t inside the length for a reverse run); ``active[t]`` (host ints)
-    counts the rows still running at step t. The position map is its own
-    inverse and ``rank`` inverts ``order``, so one gather serves both ways.
-    """
-
-    def __init__(self, lengths, num_steps, reverses):
-        xp = backend.get_array_module(lengths)
-        self.lengths = lengths
-        self.order = xp.argsort(-lengths)
-        self.rank = xp.empty_like(self.order)
-        self.rank[self.order] = xp.arange(len(lengths))
-        host = numpy.asarray(backend.to_device(lengths, "cpu"))
-        self.active = (host[None, :] > numpy.arange(num_steps)[:, None]).sum(axis=1).tolist()
-        self.index = [time_index(lengths, num_steps, reverse) for reverse in reverses]
-
-    def to_runs(self, arrays, columns=slice(None)):
-        """S arrays (N, T, F) -> (T, S, N, F') in run order, F' the given ``columns`` of F."""
-        xp = backend.get_array_module(arrays[0])
-        n, num_steps = arrays[0].shape[:2]
-        width = len(range(arrays[0].shape[2])[columns])
-        out = xp.empty((num_steps, len(arrays), n, width), dtype=arrays[0].dtype)
-        for s, a in enumerate(arrays):
-            out[:, s] = a[self.order[None, :], self.index[s][self.order].T, columns]
-        return out
-
-    def from_runs(self, runs, offset=0):
-        """(T', S, N, F) in run order -> S arrays (N, T, F), reading step t at ``runs[t + offset, s]``."""
-        return [runs[index + offset, s, self.rank[:, None]] for s, index in enumerate(self.index)]
-
-    def last(self, states):
-        """Each run's state after each row's last step, (S, N, D) in batch order, from states (T+1, S, N, D)."""
-        xp = backend.get_array_module(states)
-        return xp.stack([states[self.lengths, s, self.rank] for s in range(len(self.index))])
-
-    def sort_rows(self, a):
-        """(S, N, F) in batch order -> run order."""
-        return a[:, self.order]
-
-    def unsort_rows(self, a):
-        """(S, N, F) in run order -> batch order."""
-        return a[:, self.rank]
-
-
 class DynamicGRU(Function):
     """S GRU runs over one padded batch in one time loop (the directions of a layer).
 
     Inputs: x_1..x_S (N, T, 3D), weight_1..S (D, 3D), bias_1..S, h0_1..S (N, D);
     attributes ``lengths``, ``reverses`` (one bool per run) and ``origin_mode``.
     Outputs: hidden (N, T, S*D), the runs' states side by side (0 past each
-    length), then each run's last state (N, D).
+    length), then each run's last state (N, D). The kernel is
+    :func:`framework.kernels.recurrence.gru_forward`'s choice.
     """
 
     def forward(self, *arrays):
-        xp, runs = self.xp, len(self.reverses)
+        runs = len(self.reverses)
         xs, weights, biases, h0s = (arrays[i * runs:(i + 1) * runs] for i in range(4))
-        d = weights[0].shape[0]
-        if xp is numpy and cpu.enabled():
-            return self._forward_compiled(xs, weights, biases, h0s, d)
-        seq = _SortedRuns(self.lengths, xs[0].shape[1], self.reverses)
-        flat = xp.stack(weights).reshape(runs, -1)                                   # (S, 3D*D)
-        w_ur, w_c = flat[:, :2 * d * d].reshape(runs, d, 2 * d), flat[:, 2 * d * d:].reshape(runs, d, d)
-        bias = xp.stack([b.reshape(-1) for b in biases])[:, None, :]                 # (S, 1, 3D)
-        x_ur = seq.to_runs(xs, slice(0, 2 * d))                                      # (T, S, N, 2D)
-        x_ur += bias[..., :2 * d]
-        x_c = seq.to_runs(xs, slice(2 * d, 3 * d))                                   # (T, S, N, D)
-        x_c += bias[..., 2 * d:]
-        states, ur, c, reset_h = gru_kernel.gru_forward(x_ur, x_c, seq.active, w_ur, w_c,
-                                                        seq.sort_rows(xp.stack(h0s)), self.origin_mode)
-        self.saved = seq, states, ur, c, reset_h, w_ur, w_c, [b.shape for b in biases]
-        hidden = seq.from_runs(states, offset=1)                                     # S x (N, T, D)
-        return (hidden[0] if runs == 1 else xp.concatenate(hidden, axis=-1), *seq.last(states))
-
-    def _forward_compiled(self, xs, weights, biases, h0s, d):
-        """The forward on the compiled CPU kernel; keeps what backward needs only when a gradient is wanted."""
-        from ..kernels.cpu import recurrent
-        runs, num_steps = len(self.reverses), xs[0].shape[1]
-        save = bool(self.needs_input_grad)
-        seq, order, active = _compiled_row_order(self.lengths, num_steps, self.reverses, save)
-        hidden, last, saved = recurrent.gru_forward(xs, biases, weights, h0s, self.lengths, self.reverses,
-                                                    self.origin_mode, order, active, save)
-        if save:
-            flat = numpy.stack(weights).reshape(runs, -1)                            # (S, 3D*D)
-            w_ur, w_c = flat[:, :2 * d * d].reshape(runs, d, 2 * d), flat[:, 2 * d * d:].reshape(runs, d, d)
-            self.saved = (seq, *saved, w_ur, w_c, [b.shape for b in biases])
-        return (hidden, *last)
+        outputs, self.saved = recurrence.gru_forward(xs, weights, biases, h0s, self.lengths, self.reverses,
+                                                     self.origin_mode, save=bool(self.needs_input_grad))
+        return outputs
 
     def backward(self, grad_hidden, *grad_last):
-        xp = self.xp
-        seq, states, ur, c, reset_h, w_ur, w_c, bias_shapes = self.saved
-        runs, d = len(self.reverses), w_c.shape[-1]
-        grad_states = seq.to_runs([grad_hidden[..., s * d:(s + 1) * d] for s in range(runs)])
-        kernel = gru_kernel
-        if xp is numpy and cpu.enabled():
-            from ..kernels.cpu import recurrent as kernel
-        grad_ur, grad_c, grad_w_ur, grad_w_c, grad_h0 = kernel.gru_backward(
-            states, ur, c, reset_h, seq.active, w_ur, w_c, grad_states, seq.sort_rows(xp.stack(grad_last)),
-            self.origin_mode)
-        grad_xs = [xp.concatenate([a, b], axis=-1) for a, b in zip(seq.from_runs(grad_ur), seq.from_runs(grad_c))]
-        grad_weights = xp.concatenate([grad_w_ur.reshape(runs, -1), grad_w_c.reshape(runs, -1)], axis=1)
-        grad_biases = xp.concatenate([grad_ur.sum(axis=(0, 2)), grad_c.sum(axis=(0, 2))], axis=-1)   # (S, 3D)
-        return (*grad_xs, *grad_weights.reshape(runs, d, 3 * d),
-                *(g.reshape(shape) for g, shape in zip(grad_biases, bias_shapes)), *seq.unsort_rows(grad_h0))
+        return recurrence.gru_backward(self.saved, grad_hidden, grad_last)
 
 
 class DynamicLSTM(Function):
@@ -284,111 +171,19 @@ class DynamicLSTM(Function):
     then w_ic, w_fc, w_oc) and ``activations`` (gate, cell, candidate; absent:
     sigmoid, tanh, tanh). Outputs: hidden (N, T, S*D), the runs' states side by
     side (0 past each length), then each run's last hidden state, then each
-    run's last cell state (N, D).
+    run's last cell state (N, D). The kernel is :func:`framework.kernels.recurrence.lstm_forward`'s choice.
     """
 
     def forward(self, *arrays):
-        xp, runs = self.xp, len(self.reverses)
+        runs = len(self.reverses)
         xs, weights, biases, h0s, c0s = (arrays[i * runs:(i + 1) * runs] for i in range(5))
-        if self._general():
-            return self._forward_peephole(xs, weights, biases, h0s, c0s)
-        if xp is numpy and cpu.enabled():
-            return self._forward_compiled(xs, weights, biases, h0s, c0s)
-        seq = _SortedRuns(self.lengths, xs[0].shape[1], self.reverses)
-        x = seq.to_runs(xs)                                                          # (T, S, N, 4D)
-        x += xp.stack([b.reshape(-1) for b in biases])[:, None, :]
-        weight = xp.stack(weights)                                                   # (S, D, 4D)
-        hidden, cells, gates, tanh_c = lstm_kernel.lstm_forward(
-            x, seq.active, weight, seq.sort_rows(xp.stack(h0s)), seq.sort_rows(xp.stack(c0s)))
-        self.saved = seq, hidden, cells, gates, tanh_c, weight, [b.shape for b in biases]
-        outputs = seq.from_runs(hidden, offset=1)                                    # S x (N, T, D)
-        return (outputs[0] if runs == 1 else xp.concatenate(outputs, axis=-1), *seq.last(hidden),
-                *seq.last(cells))
-
-    def _forward_compiled(self, xs, weights, biases, h0s, c0s):
-        """The forward on the compiled CPU kernel; keeps what backward needs only when a gradient is wanted."""
-        from ..kernels.cpu import recurrent
-        num_steps = xs[0].shape[1]
-        save = bool(self.needs_input_grad)
-        seq, order, active = _compiled_row_order(self.lengths, num_steps, self.reverses, save)
-        hidden, last_h, last_c, saved = recurrent.lstm_forward(xs, biases, weights, h0s, c0s, self.lengths,
-                                                               self.reverses, order, active, save)
-        if save:
-            self.saved = (seq, *saved, numpy.stack(weights), [b.shape for b in biases])
-        return (hidden, *last_h, *last_c)
-
-    def _general(self):
-        """Whether this op runs the peephole kernels: with peepholes, or activations other than the defaults
-        (the plain kernels hard-wire sigmoid, tanh, tanh)."""
-        return getattr(self, "peepholes", False) or \
-            tuple(getattr(self, "activations", DEFAULT_LSTM_ACTIVATIONS)) != DEFAULT_LSTM_ACTIVATIONS
-
-    def _forward_peephole(self, xs, weights, biases, h0s, c0s):
-        """The peephole forward (zero peepholes without them): the compiled CPU kernel for the default
-        activations, else the xp loop (:mod:`framework.kernels.peephole_lstm`); keeps what backward needs only
-        when a gradient is wanted."""
-        xp, num_steps = self.xp, xs[0].shape[1]
-        activations = tuple(getattr(self, "activations", DEFAULT_LSTM_ACTIVATIONS))
-        save = bool(self.needs_input_grad)
-        bias_shapes = [b.shape for b in biases]
-        flat = xp.stack([b.reshape(-1) for b in biases])                            # (S, 7D) or (S, 4D)
-        d = weights[0].shape[0]
-        if flat.shape[1] == 4 * d:
-            flat = xp.concatenate([flat, xp.zeros((len(xs), 3 * d), dtype=flat.dtype)], axis=1)
-            biases = list(flat)
-        peep = flat[:, 4 * d:].reshape(-1, 3, d)                                     # (S, 3, D): w_ic, w_fc, w_oc
-        if xp is numpy and cpu.enabled() and activations == DEFAULT_LSTM_ACTIVATIONS:
-            from ..kernels.cpu import peephole
-            seq, order, active = _compiled_row_order(self.lengths, num_steps, self.reverses, save)
-            hidden, last_h, last_c, saved = peephole.peephole_lstm_forward(
-                xs, biases, weights, h0s, c0s, self.lengths, self.reverses, order, active, save)
-            if save:
-                self.saved = (seq, *saved, numpy.stack(weights), peep, bias_shapes)
-            return (hidden, *last_h, *last_c)
-        seq = _SortedRuns(self.lengths, num_steps, self.reverses)
-        x = seq.to_runs(xs)                                                          # (T, S, N, 4D)
-        x += flat[None, :, None, :4 * d]
-        weight = xp.stack(weights)                                                   # (S, D, 4D)
-        states, cells, gates, act_c = peephole_kernel.peephole_lstm_forward(
-            x, seq.active, weight, peep, seq.sort_rows(xp.stack(h0s)), seq.sort_rows(xp.stack(c0s)), activations)
-        self.saved = seq, states, cells, gates, act_c, weight, peep, bias_shapes
-        outputs = seq.from_runs(states, offset=1)                                    # S x (N, T, D)
-        return (outputs[0] if len(xs) == 1 else xp.concatenate(outputs, axis=-1), *seq.last(states),
-                *seq.last(cells))
-
-    def _backward_peephole(self, grad_hidden, grad_last):
-        xp = self.xp
-        seq, hidden, cells, gates, act_c, weight, peep, bias_shapes = self.saved
-        runs, d = len(self.reverses), weight.shape[1]
-        grad_states = seq.to_runs([grad_hidden[..., s * d:(s + 1) * d] for s in range(runs)])
-        grad_x, grad_w, grad_peep, grad_h0, grad_c0 = peephole_kernel.peephole_lstm_backward(
-            hidden, cells, gates, act_c, seq.active, weight, peep, grad_states,
-            seq.sort_rows(xp.stack(grad_last[:runs])), seq.sort_rows(xp.stack(grad_last[runs:])),
-            tuple(getattr(self, "activations", DEFAULT_LSTM_ACTIVATIONS)))
-        grad_biases = grad_x.sum(axis=(0, 2))                                        # (S, 4D)
-        if getattr(self, "peepholes", False):
-            grad_biases = xp.concatenate([grad_biases, grad_peep.reshape(runs, -1)], axis=1)       # (S, 7D)
-        return (*seq.from_runs(grad_x), *grad_w,
-                *(g.reshape(shape) for g, shape in zip(grad_biases, bias_shapes)),
-                *seq.unsort_rows(grad_h0), *seq.unsort_rows(grad_c0))
+        outputs, self.saved = recurrence.lstm_forward(
+            xs, weights, biases, h0s, c0s, self.lengths, self.reverses, getattr(self, "peepholes", False),
+            getattr(self, "activations", DEFAULT_LSTM_ACTIVATIONS), save=bool(self.needs_input_grad))
+        return outputs
 
     def backward(self, grad_hidden, *grad_last):
-        if self._general():
-            return self._backward_peephole(grad_hidden, grad_last)
-        xp = self.xp
-        seq, hidden, cells, gates, tanh_c, weight, bias_shapes = self.saved
-        runs, d = len(self.reverses), weight.shape[1]
-        grad_states = seq.to_runs([grad_hidden[..., s * d:(s + 1) * d] for s in range(runs)])
-        kernel = lstm_kernel
-        if xp is numpy and cpu.enabled():
-            from ..kernels.cpu import recurrent as kernel
-        grad_x, grad_w, grad_h0, grad_c0 = kernel.lstm_backward(
-            hidden, cells, gates, tanh_c, seq.active, weight, grad_states,
-            seq.sort_rows(xp.stack(grad_last[:runs])), seq.sort_rows(xp.stack(grad_last[runs:])))
-        grad_biases = grad_x.sum(axis=(0, 2))                                        # (S, 4D)
-        return (*seq.from_runs(grad_x), *grad_w,
-                *(g.reshape(shape) for g, shape in zip(grad_biases, bias_shapes)),
-                *seq.unsort_rows(grad_h0), *seq.unsort_rows(grad_c0))
+        return recurrence.lstm_backward(self.saved, grad_hidden, grad_last)
 
 
 def dynamic_gru(x_proj, lengths, weight, bias=None, h0=None, reverse=False, origin_mode=False):
@@ -475,8 +270,8 @@ def _lstm_options(op, x, d, biases, use_peepholes, activations):
             raise OpError(f"{op}: bias must be (1, {width}) {x.dtype} for use_peepholes={bool(use_peepholes)} and "
                           f"hidden size {d}, got {bias.shape} {bias.dtype}")
     for name in activations:
-        if name not in peephole_kernel.ACTIVATIONS:
-            raise OpError(f"{op}: activation {name!r} is not one of {', '.join(peephole_kernel.ACTIVATIONS)}")
+        if name not in ACTIVATIONS:
+            raise OpError(f"{op}: activation {name!r} is not one of {', '.join(ACTIVATIONS)}")
     if not use_peepholes and tuple(activations) == DEFAULT_LSTM_ACTIVATIONS:
         return {}
     return {"peepholes": bool(use_peepholes), "activations": tuple(activations)}

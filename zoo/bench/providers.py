@@ -212,7 +212,12 @@ def _families(shapes, seconds):
     for name, (family, m, k, n, *_) in shapes.items():
         flops, time = totals.get(family, (0.0, 0.0))
         totals[family] = (flops + 2.0 * m * k * n, time + seconds[name])
-    return {family: round(flops / time / 1e9, 1) for family, (flops, time) in totals.items()}
+    return {family: _significant(flops / time / 1e9) for family, (flops, time) in totals.items()}
+
+
+def _significant(rate):
+    """``rate`` to 4 significant digits (a rate on a starved machine stays above 0, so ratios of it exist)."""
+    return float(f"{rate:.4g}")
 
 
 def measure(threads, quick=False):
@@ -235,11 +240,11 @@ def measure(threads, quick=False):
             result["libraries"][library] = {"status": f"not measured: does not load ({err})"}
             continue
         result["libraries"][library] = {"status": "measured", "version": version}
-        result["peak"][library] = round(_rate(gemm, square, 2.0 * side ** 3, quick), 1)
+        result["peak"][library] = _significant(_rate(gemm, square, 2.0 * side ** 3, quick))
         seconds = {}
         for name, (family, m, k, n, *_) in shapes.items():
             seconds[name] = 2.0 * m * k * n / _rate(gemm, operands[name], 2.0 * m * k * n, quick) / 1e9
-            result["shapes"].setdefault(name, {})[library] = round(2.0 * m * k * n / seconds[name] / 1e9, 1)
+            result["shapes"].setdefault(name, {})[library] = _significant(2.0 * m * k * n / seconds[name] / 1e9)
         result["families"][library] = _families(shapes, seconds)
     return result
 
