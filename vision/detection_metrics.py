@@ -10,7 +10,7 @@ import numpy
 from framework.engine.metrics import Metric, to_numpy
 from framework.registry import METRICS
 
-__all__ = ["average_precision", "voc_map", "coco_map", "DetectionMAP"]
+__all__ = ["average_precision", "voc_map", "coco_map", "DetectionMAP", "COCO_AREA_RANGES", "RELATIVE_AREA_RANGES"]
 
 
 def _iou(box, boxes):
@@ -35,12 +35,27 @@ def average_precision(recall, precision, eleven_point=False):
     return float(((r[steps + 1] - r[steps]) * p[steps + 1]).sum())
 
 
-def _match_class(detections, truths, label, iou_threshold, max_dets=None):
+def _area(boxes):
+    """Areas of corner boxes (..., 4) -> (...)."""
+    return (boxes[..., 2] - boxes[..., 0]) * (boxes[..., 3] - boxes[..., 1])
+
+
+def _outside(boxes, area_range):
+    """Whether each box's area lies outside ``area_range`` (lo, hi), bounds included as COCO's."""
+    area = _area(boxes)
+    return (area < area_range[0]) | (area > area_range[1])
+
+
+def _match_class(detections, truths, label, iou_threshold, max_dets=None, area_range=None):
     """True/false positives (in score order) of class ``label`` and its count of non-ignored objects.
 
     detections: per image (boxes (K, 4), scores (K,), labels (K,)); truths: per image (boxes (G, 4),
-    labels (G,), ignored (G,) bool). A detection matching an ignored object counts as neither.
+    labels (G,), ignored (G,) bool). A detection matching an ignored object counts as neither. With
+    ``area_range`` (lo, hi), as COCO's: objects whose area lies outside are ignored too, and so are unmatched
+    detections whose area lies outside.
     """
+    if area_range is not None:
+        truths = [(b, lab, ignored | _outside(b, area_range)) for b, lab, ignored in truths]
     rows, positives = [], 0
     for image, ((boxes, scores, labels), (gt_boxes, gt_labels, ignored)) in enumerate(zip(detections, truths)):
         mine = labels == label
@@ -49,25 +64,21 @@ def _match_class(detections, truths, label, iou_threshold, max_dets=None):
         rows += [(float(s), image, b) for s, b in zip(scores[mine], boxes[mine])]
         positives += int(((gt_labels == label) & ~ignored).sum())
     rows.sort(key=lambda row: -row[0])
+    missed = None if area_range is None else (lambda box: None if _outside(box, area_range) else 0)
     taken = [numpy.zeros(len(t[0]), dtype=bool) for t in truths]
     flags = []                                   # 1 true positive, 0 false positive, None ignored
     for _, image, box in rows:
         gt_boxes, gt_labels, ignored = truths[image]
         same = numpy.flatnonzero(gt_labels == label)
-        if not len(same):
-            flags.append(0)
-            continue
-        overlaps = _iou(box, gt_boxes[same])
+        overlaps = _iou(box, gt_boxes[same]) if len(same) else numpy.zeros(1)
         best = int(overlaps.argmax())
-        if overlaps[best] < iou_threshold:
-            flags.append(0)
-        elif ignored[same[best]]:
+        if len(same) and overlaps[best] >= iou_threshold and ignored[same[best]]:
             flags.append(None)
-        elif not taken[image][same[best]]:
+        elif len(same) and overlaps[best] >= iou_threshold and not taken[image][same[best]]:
             taken[image][same[best]] = True
             flags.append(1)
         else:
-            flags.append(0)
+            flags.append(0 if missed is None else missed(box))
     kept = numpy.array([f for f in flags if f is not None], dtype=numpy.float64)
     return kept, positives
 
@@ -95,16 +106,34 @@ def voc_map(detections, truths, num_classes, iou_threshold=0.5, eleven_point=Fal
     return {"map": float(numpy.mean(valid)) if valid else 0.0, "ap": aps}
 
 
-def coco_map(detections, truths, num_classes, max_dets=100):
+#: COCO's object sizes by area, in pixels: small below 32², medium to 96², large above.
+COCO_AREA_RANGES = {"small": (0.0, 32.0 ** 2), "medium": (32.0 ** 2, 96.0 ** 2), "large": (96.0 ** 2, numpy.inf)}
+
+#: The same sizes for boxes relative to the image: COCO's 32 and 96 pixels as fractions of a 640-pixel side.
+RELATIVE_AREA_RANGES = {name: (lo / 640.0 ** 2, hi / 640.0 ** 2) for name, (lo, hi) in COCO_AREA_RANGES.items()}
+
+
+def coco_map(detections, truths, num_classes, max_dets=100, area_ranges=None):
     """COCO mAP@[.5:.95]: for each IoU threshold 0.50, 0.55, ..., 0.95 and each class with objects, the
     precision envelope sampled at recall 0, 0.01, ..., 1 (101 points, 0 past the last recall), averaged;
-    ignored objects (``iscrowd`` or ``difficult``) count as neither. Returns ``{"map", "map50", "map75"}``.
+    ignored objects (``iscrowd`` or ``difficult``) count as neither. Returns ``{"map", "map50", "map75"}``,
+    and with ``area_ranges`` ({name: (lo, hi)} areas in the boxes' units, e.g. :data:`COCO_AREA_RANGES`)
+    ``map_<name>`` for each, as COCO's APs/APm/APl (objects outside the range ignored; -1 when the range
+    holds no object, as COCO).
     """
+    out = _coco_map_in(detections, truths, num_classes, max_dets, None)
+    for name, area_range in (area_ranges or {}).items():
+        out[f"map_{name}"] = _coco_map_in(detections, truths, num_classes, max_dets, area_range)["map"]
+    return out
+
+
+def _coco_map_in(detections, truths, num_classes, max_dets, area_range):
+    """:func:`coco_map` over the objects of one area range (None: all)."""
     table = {}
     for threshold in numpy.round(numpy.arange(0.5, 0.951, 0.05), 2):
         per_class = []
         for label in range(num_classes):
-            flags, positives = _match_class(detections, truths, label, threshold, max_dets)
+            flags, positives = _match_class(detections, truths, label, threshold, max_dets, area_range)
             if positives == 0:
                 continue
             tp = numpy.cumsum(flags)
@@ -113,13 +142,15 @@ def coco_map(detections, truths, num_classes, max_dets=100):
                 if len(flags) else numpy.zeros(0)
             points = numpy.searchsorted(recall, numpy.linspace(0, 1, 101), side="left")
             per_class.append(numpy.mean([precision[i] if i < len(precision) else 0.0 for i in points]))
-        table[float(threshold)] = float(numpy.mean(per_class)) if per_class else 0.0
+        table[float(threshold)] = float(numpy.mean(per_class)) if per_class else -1.0
     return {"map": float(numpy.mean(list(table.values()))), "map50": table[0.5], "map75": table[0.75]}
 
 
 @METRICS.register()
 class DetectionMAP(Metric):
-    """VOC mAP@0.5 (all-point ``map``, 11-point ``map_07``) and COCO ``map_coco`` over a split.
+    """VOC mAP@0.5 (all-point ``map``, 11-point ``map_07``) and COCO ``map_coco`` over a split, with COCO's
+    APs/APm/APl as ``map_coco_small``, ``map_coco_medium``, ``map_coco_large`` (:data:`RELATIVE_AREA_RANGES`:
+    the boxes are relative to the image; -1 where no object has that size).
 
     Reads outputs ``det_boxes`` (N, K, 4), ``det_scores`` (N, K), ``det_labels`` (N, K) (label -1: no
     detection) and the batch's ``gt_boxes`` (N, G, 4), ``gt_labels`` (N, G) (-1: padding),
@@ -147,5 +178,8 @@ class DetectionMAP(Metric):
         out = {"map": voc_map(self.detections, self.truths, self.num_classes)["map"],
                "map_07": voc_map(self.detections, self.truths, self.num_classes, eleven_point=True)["map"]}
         if self.coco:
-            out["map_coco"] = coco_map(self.detections, self.truths, self.num_classes)["map"]
+            coco = coco_map(self.detections, self.truths, self.num_classes, area_ranges=RELATIVE_AREA_RANGES)
+            out["map_coco"] = coco["map"]
+            out.update({f"map_coco_{name}": coco[f"map_{name}"] for name in RELATIVE_AREA_RANGES
+                        if coco[f"map_{name}"] >= 0})
         return out

@@ -3,7 +3,7 @@ time), and COCO mAP against pycocotools."""
 import numpy
 import pytest
 
-from vision.detection_metrics import DetectionMAP, average_precision, coco_map, voc_map
+from vision.detection_metrics import COCO_AREA_RANGES, DetectionMAP, average_precision, coco_map, voc_map
 
 CLASSES = 3
 
@@ -124,8 +124,10 @@ def test_coco_map_equals_pycocotools():
     evaluation.evaluate()
     evaluation.accumulate()
     evaluation.summarize()
-    ours = coco_map(detections, truths, CLASSES)
+    ours = coco_map(detections, truths, CLASSES, area_ranges=COCO_AREA_RANGES)
     assert ours["map"] == pytest.approx(evaluation.stats[0], abs=1e-6)
+    for name, stat in zip(("small", "medium", "large"), evaluation.stats[3:6]):      # APs, APm, APl
+        assert ours[f"map_{name}"] == pytest.approx(stat, abs=1e-6)
     assert ours["map50"] == pytest.approx(evaluation.stats[1], abs=1e-6)
     assert ours["map75"] == pytest.approx(evaluation.stats[2], abs=1e-6)
 
@@ -138,3 +140,12 @@ def test_the_metric_reads_padded_batches():
              "gt_difficult": numpy.zeros((1, 2), bool)}
     metric.update(outputs, batch)
     assert metric.compute() == {"map": 1.0, "map_07": 1.0}
+
+
+def test_detection_map_reports_coco_sizes_that_hold_objects():
+    metric = DetectionMAP(num_classes=1)
+    found = numpy.array([[[0.1, 0.1, 0.13, 0.13], [0.2, 0.2, 0.4, 0.4]]], dtype=numpy.float32)   # 0.03 and 0.2 sides
+    metric.update({"det_boxes": found, "det_scores": numpy.array([[0.9, 0.8]]), "det_labels": numpy.array([[0, 0]])},
+                  {"gt_boxes": found, "gt_labels": numpy.array([[0, 0]]), "gt_difficult": numpy.zeros((1, 2), bool)})
+    out = metric.compute()
+    assert out["map_coco_small"] == out["map_coco_large"] == 1.0 and "map_coco_medium" not in out

@@ -54,7 +54,8 @@ def results_text(entry, metrics, minutes):
         "",
         f"`oar reproduce detection` (`python tools/make_detection_shapes.py DIR` writes the set, "
         f"`oar train -c {entry.config} -o data.train.root=DIR data.eval.root=DIR data.test.root=DIR` trains, "
-        f"`oar eval … --split test` scores).",
+        f"`oar eval -c {entry.config} --checkpoint W -o data.test.root=DIR data.test.split=test` scores the test "
+        f"split; `data.test.root` alone names a test folder of yours and reads every image in it, as `--test_file`).",
     ])
 
 
