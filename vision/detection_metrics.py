@@ -8,17 +8,10 @@ unchanged when boxes are given relative to the image instead of in pixels.
 import numpy
 
 from framework.engine.metrics import Metric, to_numpy
+from framework.nn.functional import box_iou
 from framework.registry import METRICS
 
 __all__ = ["average_precision", "voc_map", "coco_map", "DetectionMAP", "COCO_AREA_RANGES", "RELATIVE_AREA_RANGES"]
-
-
-def _iou(box, boxes):
-    """IoU of one box (4,) with boxes (G, 4) -> (G,)."""
-    lt, rb = numpy.maximum(box[:2], boxes[:, :2]), numpy.minimum(box[2:], boxes[:, 2:])
-    inter = numpy.prod(numpy.clip(rb - lt, 0, None), axis=1)
-    union = numpy.prod(box[2:] - box[:2]) + numpy.prod(boxes[:, 2:] - boxes[:, :2], axis=1) - inter
-    return numpy.where(union > 0, inter / numpy.where(union > 0, union, 1), 0.0)
 
 
 def average_precision(recall, precision, eleven_point=False):
@@ -40,47 +33,67 @@ def _area(boxes):
     return (boxes[..., 2] - boxes[..., 0]) * (boxes[..., 3] - boxes[..., 1])
 
 
-def _outside(boxes, area_range):
-    """Whether each box's area lies outside ``area_range`` (lo, hi), bounds included as COCO's."""
-    area = _area(boxes)
+def _outside(area, area_range):
+    """Whether each area lies outside ``area_range`` (lo, hi), bounds included as COCO's."""
     return (area < area_range[0]) | (area > area_range[1])
 
 
-def _match_class(detections, truths, label, iou_threshold, max_dets=None, area_range=None):
-    """True/false positives (in score order) of class ``label`` and its count of non-ignored objects.
+def _class_matches(detections, truths, label, max_dets=None):
+    """Class ``label``'s detections over all images in decreasing score order (stable, image by image among
+    equal scores), each with the object of that class it overlaps most, which does not depend on an IoU
+    threshold or an area range, so one call serves them all.
 
-    detections: per image (boxes (K, 4), scores (K,), labels (K,)); truths: per image (boxes (G, 4),
-    labels (G,), ignored (G,) bool). A detection matching an ignored object counts as neither. With
-    ``area_range`` (lo, hi), as COCO's: objects whose area lies outside are ignored too, and so are unmatched
-    detections whose area lies outside.
+    detections: per image (boxes (K, 4), scores (K,), labels (K,)); truths: per image (boxes (G, 4), labels
+    (G,), ignored (G,) bool); ``max_dets``: only each image's best that many detections (of all classes).
+    Returns ``(best (D,) int, the object's index among the class's objects listed image by image, -1 where
+    its image has none; iou (D,) with it; area (D,) of each detection; ignored (O,) and area (O,) of the
+    objects)``.
     """
-    if area_range is not None:
-        truths = [(b, lab, ignored | _outside(b, area_range)) for b, lab, ignored in truths]
-    rows, positives = [], 0
-    for image, ((boxes, scores, labels), (gt_boxes, gt_labels, ignored)) in enumerate(zip(detections, truths)):
+    parts = {key: [numpy.zeros(0)] for key in ("score", "best", "iou", "area", "ignored", "object_area")}
+    count = 0
+    for (boxes, scores, labels), (gt_boxes, gt_labels, ignored) in zip(detections, truths):
         mine = labels == label
         if max_dets is not None:
             mine &= numpy.isin(numpy.arange(len(scores)), numpy.argsort(-scores, kind="stable")[:max_dets])
-        rows += [(float(s), image, b) for s, b in zip(scores[mine], boxes[mine])]
-        positives += int(((gt_labels == label) & ~ignored).sum())
-    rows.sort(key=lambda row: -row[0])
-    missed = None if area_range is None else (lambda box: None if _outside(box, area_range) else 0)
-    taken = [numpy.zeros(len(t[0]), dtype=bool) for t in truths]
-    flags = []                                   # 1 true positive, 0 false positive, None ignored
-    for _, image, box in rows:
-        gt_boxes, gt_labels, ignored = truths[image]
-        same = numpy.flatnonzero(gt_labels == label)
-        overlaps = _iou(box, gt_boxes[same]) if len(same) else numpy.zeros(1)
-        best = int(overlaps.argmax())
-        if len(same) and overlaps[best] >= iou_threshold and ignored[same[best]]:
-            flags.append(None)
-        elif len(same) and overlaps[best] >= iou_threshold and not taken[image][same[best]]:
-            taken[image][same[best]] = True
-            flags.append(1)
-        else:
-            flags.append(0 if missed is None else missed(box))
-    kept = numpy.array([f for f in flags if f is not None], dtype=numpy.float64)
-    return kept, positives
+        boxes, same = boxes[mine], gt_labels == label
+        objects = gt_boxes[same]
+        best, iou = numpy.full(len(boxes), -1), numpy.zeros(len(boxes))
+        if len(objects) and len(boxes):
+            overlaps = box_iou(boxes, objects).numpy()                                # (K, G)
+            best = overlaps.argmax(axis=1)
+            iou, best = overlaps[numpy.arange(len(boxes)), best], best + count
+        for key, value in (("score", scores[mine]), ("best", best), ("iou", iou), ("area", _area(boxes)),
+                           ("ignored", ignored[same]), ("object_area", _area(objects))):
+            parts[key].append(value)
+        count += len(objects)
+    joined = {key: numpy.concatenate(values) for key, values in parts.items()}
+    order = numpy.argsort(-joined["score"], kind="stable")
+    return (joined["best"][order].astype(numpy.int64), joined["iou"][order], joined["area"][order],
+            joined["ignored"].astype(bool), joined["object_area"])
+
+
+def _flags(matches, iou_threshold, area_range=None):
+    """True/false positives (in score order, float64) of :func:`_class_matches`' detections at
+    ``iou_threshold``, and the count of objects that count.
+
+    A detection is a true positive when its best object overlaps it by ``iou_threshold`` or more and no
+    better-scored detection took that object first; one whose best object is ignored counts as neither.
+    With ``area_range`` (lo, hi), as COCO's: objects whose area lies outside are ignored too, and so are
+    detections that found nothing whose area lies outside.
+    """
+    best, iou, area, ignored, object_area = matches
+    if area_range is not None:
+        ignored = ignored | _outside(object_area, area_range)
+    hit = (best >= 0) & (iou >= iou_threshold)
+    hit_ignored = numpy.zeros(len(best), dtype=bool)
+    hit_ignored[hit] = ignored[best[hit]]
+    eligible = numpy.flatnonzero(hit & ~hit_ignored)
+    true = numpy.zeros(len(best), dtype=bool)
+    true[eligible[numpy.unique(best[eligible], return_index=True)[1]]] = True     # each object's first
+    kept = ~hit_ignored
+    if area_range is not None:
+        kept &= true | ~_outside(area, area_range)
+    return true[kept].astype(numpy.float64), int((~ignored).sum())
 
 
 def voc_map(detections, truths, num_classes, iou_threshold=0.5, eleven_point=False):
@@ -94,7 +107,7 @@ def voc_map(detections, truths, num_classes, iou_threshold=0.5, eleven_point=Fal
     """
     aps = []
     for label in range(num_classes):
-        flags, positives = _match_class(detections, truths, label, iou_threshold)
+        flags, positives = _flags(_class_matches(detections, truths, label), iou_threshold)
         if positives == 0:
             aps.append(float("nan"))
             continue
@@ -121,19 +134,20 @@ def coco_map(detections, truths, num_classes, max_dets=100, area_ranges=None):
     ``map_<name>`` for each, as COCO's APs/APm/APl (objects outside the range ignored; -1 when the range
     holds no object, as COCO).
     """
-    out = _coco_map_in(detections, truths, num_classes, max_dets, None)
+    matches = [_class_matches(detections, truths, label, max_dets) for label in range(num_classes)]
+    out = _coco_map_in(matches, None)
     for name, area_range in (area_ranges or {}).items():
-        out[f"map_{name}"] = _coco_map_in(detections, truths, num_classes, max_dets, area_range)["map"]
+        out[f"map_{name}"] = _coco_map_in(matches, area_range)["map"]
     return out
 
 
-def _coco_map_in(detections, truths, num_classes, max_dets, area_range):
-    """:func:`coco_map` over the objects of one area range (None: all)."""
+def _coco_map_in(matches, area_range):
+    """:func:`coco_map` from each class's :func:`_class_matches`, over the objects of one area range (None: all)."""
     table = {}
     for threshold in numpy.round(numpy.arange(0.5, 0.951, 0.05), 2):
         per_class = []
-        for label in range(num_classes):
-            flags, positives = _match_class(detections, truths, label, threshold, max_dets, area_range)
+        for class_matches in matches:
+            flags, positives = _flags(class_matches, threshold, area_range)
             if positives == 0:
                 continue
             tp = numpy.cumsum(flags)
