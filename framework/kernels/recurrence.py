@@ -117,23 +117,23 @@ def lstm_forward(xs, weights, biases, h0s, c0s, lengths, reverses, peepholes, ac
     activations = tuple(activations)
     bias_shapes = [b.shape for b in biases]
     general = peepholes or activations != DEFAULT_LSTM_ACTIVATIONS
+    flat = xp.stack([b.reshape(-1) for b in biases])                                # (S, 4D) or (S, 7D)
+    peep = None
     if general:
-        flat = xp.stack([b.reshape(-1) for b in biases])                            # (S, 7D) or (S, 4D)
-        if flat.shape[1] == 4 * d:
+        if flat.shape[1] == 4 * d:                                                   # zero peepholes
             flat = xp.concatenate([flat, xp.zeros((len(xs), 3 * d), dtype=flat.dtype)], axis=1)
-        biases, peep = list(flat), flat[:, 4 * d:].reshape(-1, 3, d)                 # peep (S, 3, D)
-    else:
-        peep = None
+        peep = flat[:, 4 * d:].reshape(-1, 3, d)                                     # (S, 3, D)
     extra = (peep, bias_shapes, peepholes, activations)
     if _compiled(xp) and activations == DEFAULT_LSTM_ACTIVATIONS:
         from .cpu import peephole, recurrent
         seq, order, active = _compiled_row_order(lengths, xs[0].shape[1], reverses, save)
         run = peephole.peephole_lstm_forward if general else recurrent.lstm_forward
-        hidden, last_h, last_c, kept = run(xs, biases, weights, h0s, c0s, lengths, reverses, order, active, save)
+        hidden, last_h, last_c, kept = run(xs, list(flat), weights, h0s, c0s, lengths, reverses, order, active,
+                                           save)
         return (hidden, *last_h, *last_c), ((seq, *kept, numpy.stack(weights), *extra) if save else None)
     seq = SortedRuns(lengths, xs[0].shape[1], reverses)
     x = seq.to_runs(xs)                                                              # (T, S, N, 4D)
-    x += xp.stack([b.reshape(-1)[:4 * d] for b in biases])[:, None, :]
+    x += flat[:, None, :4 * d]
     weight = xp.stack(weights)                                                       # (S, D, 4D)
     h0, c0 = seq.sort_rows(xp.stack(h0s)), seq.sort_rows(xp.stack(c0s))
     if general:
