@@ -80,7 +80,7 @@ def test_conv_columns_are_kept_in_float16():
     x, w = _tensors((2, 3, 6, 6), (4, 3, 3, 3))
     with amp.autocast():
         y = F.conv2d(x, w)
-    cols, saved_w, _ = y.creator.saved
+    cols, saved_w, _ = y.creator.saved.arrays
     assert cols.dtype == numpy.float16 and saved_w.dtype == numpy.float16
     assert w.dtype == numpy.float32
 

@@ -75,7 +75,7 @@ def _col2im_is_the_adjoint_of_im2col(outs, arrays):
 
 def _pointwise_matches_the_column_path(outs, arrays):
     """The per-image GEMM path of 1x1 convolutions gives the im2col path's output and gradients."""
-    from framework.ops import conv
+    from framework.kernels import conv
     assert 24 * 22 >= conv.POINTWISE_MIN_POSITIONS
 
     def run():

@@ -1,0 +1,155 @@
+"""Convolution: the kernel family's one entry (:func:`conv_forward` / :func:`conv_backward`), which picks the
+algorithm from the shapes and the array module.
+
+- **columns** (every case; the only one on CuPy): the input is unfolded into columns by :func:`im2col`
+  (layout (C * prod(kernel), N * prod(out))), so the forward pass and the weight gradient are single GEMMs
+  (batched over groups when groups > 1) and the input gradient is ``col2im(weight.T @ grad)``.
+- **pointwise** (NumPy): a 1x1, stride-1, unpadded, ungrouped convolution over large images
+  (:data:`POINTWISE_MIN_POSITIONS`) or of one image skips the columns: one GEMM per image in the input's own
+  (N, C, positions) layout, which saves the transposes into and out of the column layout.
+- **depthwise** (NumPy, 2-D, one channel per group): :mod:`framework.kernels.depthwise`, one multiply-add
+  pass per kernel offset (compiled when the CPU kernels are on).
+
+Each algorithm's kernels then pick their own implementation (the GEMM provider, the compiled CPU kernels),
+as the table in docs/ARCHITECTURE.md says. Inputs arrive in the compute dtype (the op casts under autocast);
+outputs are in ``io_dtype``, gradients in the compute dtype.
+
+Geometry: ``kernel``, ``stride``, ``dilation``, ``out`` are d ints, ``padding`` d (before, after) pairs.
+"""
+import math
+from typing import NamedTuple
+
+import numpy
+
+from .. import backend, threadpool
+from .depthwise import depthwise_backward, depthwise_forward
+from .im2col import col2im_matmul, group_matmul, im2col, scratch
+from .providers import matmul
+
+__all__ = ["ConvGeometry", "conv_forward", "conv_backward", "POINTWISE_MIN_POSITIONS"]
+
+# A 1x1, stride-1, unpadded, ungrouped convolution whose output has at least this many positions per image
+# (or of one image: then the input is already the column matrix) runs on NumPy as one GEMM per image in the
+# (N, C, positions) layout: no columns, no transposes. Below it the per-image GEMMs are too narrow and the
+# single im2col GEMM is faster.
+POINTWISE_MIN_POSITIONS = 512
+
+
+class ConvGeometry(NamedTuple):
+    """A convolution's window: d ints each but ``padding`` (d (before, after) pairs); ``groups`` an int."""
+    kernel: tuple
+    stride: tuple
+    padding: tuple
+    dilation: tuple
+    out: tuple
+    groups: int
+
+
+class ConvSaved(NamedTuple):
+    """What :func:`conv_backward` needs: the algorithm's name and its arrays."""
+    algorithm: str
+    arrays: tuple
+
+
+def _algorithm(x, w, geometry, io_dtype):
+    """'pointwise', 'depthwise' or 'columns' for x (N, C, *size), w (O, C / groups, *kernel)."""
+    if backend.get_array_module(x) is not numpy:
+        return "columns"
+    if (geometry.groups == 1 and math.prod(geometry.kernel) == 1 and max(geometry.stride) == 1
+            and not any(lo or hi for lo, hi in geometry.padding)
+            and (math.prod(geometry.out) >= POINTWISE_MIN_POSITIONS or x.shape[0] == 1)):
+        return "pointwise"
+    if len(geometry.kernel) == 2 and geometry.groups == x.shape[1] == w.shape[0] and x.dtype == io_dtype:
+        return "depthwise"
+    return "columns"
+
+
+def conv_forward(x, w, b, geometry, io_dtype, keep_for_weight_grad):
+    """y[n, o] = sum_{c, k} w[o, c, k] * x_padded[n, g(o) * C_g + c, o * stride + k * dilation] + b[o].
+
+    Shapes: x (N, C, *size), w (O, C / groups, *kernel), b (O,) or None -> y (N, O, *out) in ``io_dtype``,
+    and the :class:`ConvSaved` for :func:`conv_backward`. ``keep_for_weight_grad``: keep what the weight
+    gradient needs (the columns); without it the columns go to a scratch buffer.
+    """
+    algorithm = _algorithm(x, w, geometry, io_dtype)
+    y, arrays = _FORWARD[algorithm](x, w, b, geometry, io_dtype, keep_for_weight_grad)
+    return y, ConvSaved(algorithm, arrays)
+
+
+def conv_backward(saved, gy, geometry, needs_x, needs_w):
+    """(gx (N, C, *size) or None, gw (O, C / groups, *kernel) or None) in the compute dtype, from gy
+    (N, O, *out) and the :class:`ConvSaved` of :func:`conv_forward`."""
+    return _BACKWARD[saved.algorithm](saved.arrays, gy, geometry, needs_x, needs_w)
+
+
+def _columns_forward(x, w, b, geometry, io_dtype, keep):
+    xp, n, groups, out_channels = backend.get_array_module(x), x.shape[0], geometry.groups, w.shape[0]
+    width = n * math.prod(geometry.out)
+    into = None if keep else scratch(xp, "conv_cols", (x.shape[1] * math.prod(geometry.kernel), width), x.dtype)
+    cols = im2col(x, geometry.kernel, geometry.stride, geometry.padding, geometry.dilation, geometry.out,
+                  into=into)
+    y = scratch(xp, "conv_out", (groups, out_channels // groups, width), x.dtype)
+    group_matmul(w.reshape(groups, out_channels // groups, -1), cols.reshape(groups, -1, width), out=y)
+    # one pass to (N, C_out, *out) in the input dtype (chunked over the threads on NumPy); the bias is added
+    # in that dtype
+    by_image = y.reshape(out_channels, n, -1).swapaxes(0, 1)
+    if xp is numpy:
+        y = threadpool.copyto(numpy.empty(by_image.shape, dtype=io_dtype), by_image)
+    else:
+        y = by_image.astype(io_dtype, order="C")
+    if b is not None:
+        y = threadpool.elementwise(xp.add, y, b.reshape(-1, 1), out=y)
+    return y.reshape(n, out_channels, *geometry.out), ((cols if keep else None), w, x.shape)
+
+
+def _columns_backward(arrays, gy, geometry, needs_x, needs_w):
+    cols, w, x_shape = arrays
+    xp, groups, out_channels = backend.get_array_module(w), geometry.groups, w.shape[0]
+    gy_rows = scratch(xp, "conv_grad_rows", (out_channels, gy.shape[0], math.prod(geometry.out)), w.dtype)
+    threadpool.copyto(gy_rows, gy.reshape(gy.shape[0], out_channels, -1).swapaxes(0, 1))
+    gy_rows = gy_rows.reshape(groups, out_channels // groups, -1)
+    gx = gw = None
+    if needs_x:
+        w_t = w.reshape(groups, out_channels // groups, -1).swapaxes(1, 2)
+        gx = col2im_matmul(w_t, gy_rows, x_shape, geometry.kernel, geometry.stride, geometry.padding,
+                           geometry.dilation, geometry.out)
+    if needs_w:
+        cols_t = cols.reshape(groups, -1, cols.shape[1]).swapaxes(1, 2)
+        gw = group_matmul(gy_rows, cols_t).reshape(w.shape)
+    return gx, gw
+
+
+def _pointwise_forward(x, w, b, geometry, io_dtype, keep):
+    """The 1x1 case: y[n] = w (O, C) @ x[n] (C, P) for each image n."""
+    x_images = x.reshape(x.shape[0], x.shape[1], -1)                       # (N, C, P)
+    y = matmul(w.reshape(w.shape[0], -1), x_images).astype(io_dtype, copy=False)
+    if b is not None:
+        y += b.reshape(-1, 1)
+    return y.reshape(x.shape[0], w.shape[0], *geometry.out), ((x_images if keep else None), w, x.shape)
+
+
+def _pointwise_backward(arrays, gy, geometry, needs_x, needs_w):
+    x_images, w, x_shape = arrays                                           # x_images: (N, C, P)
+    gy_images = gy.reshape(gy.shape[0], gy.shape[1], -1).astype(w.dtype, copy=False)  # (N, O, P)
+    gx = matmul(w.reshape(w.shape[0], -1).T, gy_images).reshape(x_shape) if needs_x else None
+    gw = matmul(gy_images, x_images.swapaxes(1, 2)).sum(axis=0).reshape(w.shape) if needs_w else None
+    return gx, gw
+
+
+def _depthwise_forward(x, w, b, geometry, io_dtype, keep):
+    """One channel per group: no columns."""
+    y = depthwise_forward(x, w[:, 0], geometry.stride, geometry.padding, geometry.dilation, geometry.out)
+    if b is not None:
+        y += b.reshape(-1, 1, 1)
+    return y, (x, w)
+
+
+def _depthwise_backward(arrays, gy, geometry, needs_x, needs_w):
+    x, w = arrays
+    gx, gw = depthwise_backward(x, w[:, 0], gy, geometry.stride, geometry.padding, geometry.dilation,
+                                geometry.out, needs_x, needs_w)
+    return gx, (None if gw is None else gw.reshape(w.shape))
+
+
+_FORWARD = {"columns": _columns_forward, "pointwise": _pointwise_forward, "depthwise": _depthwise_forward}
+_BACKWARD = {"columns": _columns_backward, "pointwise": _pointwise_backward, "depthwise": _depthwise_backward}
