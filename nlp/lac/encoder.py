@@ -28,7 +28,7 @@ from framework.registry import MODELS
 from nlp.data.tokenizers import TOKENIZERS, Tokenizer
 from nlp.data.vocab import Vocab
 
-__all__ = ["LacTokens", "LacEncoder", "lac_tokens"]
+__all__ = ["LacTokens", "LacEncoder", "lac_tokens", "build_trunk"]
 
 _OOV = "OOV"
 
@@ -163,3 +163,13 @@ class LacEncoder(nn.Layer):
             return x
         hidden, _ = self.gru(x, lengths)                  # (N, L, 2H)
         return hidden
+
+
+def build_trunk(vocab_size, trunk, owner):
+    """The :class:`LacEncoder` of a model's ``trunk`` arguments (a dict) over ``vocab_size``
+    ids, or None without one."""
+    if trunk is None:
+        return None
+    if not isinstance(trunk, dict):
+        raise ConfigError(f"{owner}: trunk must be a dict of LacEncoder arguments, got {trunk!r}")
+    return LacEncoder(vocab_size, **trunk)

@@ -37,10 +37,10 @@ import framework.nn.functional as F
 from framework import nn
 from framework.registry import MODELS
 from nlp.common import lengths_mask
-from nlp.lac.encoder import LacEncoder
+from nlp.lac.encoder import build_trunk
 from nlp.pretrain.vectors import start_embedding
 
-__all__ = ["SentaBOW", "SentaCNN", "SentaGRU", "SentaLSTM", "SentaBiLSTM", "NGramEmbedding", "build_trunk", "hash_ngrams",
+__all__ = ["SentaBOW", "SentaCNN", "SentaGRU", "SentaLSTM", "SentaBiLSTM", "NGramEmbedding", "hash_ngrams",
            "mask_bias", "masked_max", "masked_mean", "pool_over_time", "TIME_POOLINGS"]
 
 _NEG_INF = float("-inf")
@@ -150,16 +150,6 @@ class _Classifier(nn.Layer):
 
     def forward(self, pooled):
         return self.out(F.tanh(self.fc(self.dropout(F.tanh(pooled)))))
-
-
-def build_trunk(vocab_size, trunk, owner):
-    """The :class:`~nlp.lac.encoder.LacEncoder` of a model's ``trunk`` arguments (a dict) over ``vocab_size``
-    ids, or None without one."""
-    if trunk is None:
-        return None
-    if not isinstance(trunk, dict):
-        raise ValueError(f"{owner}: trunk must be a dict of LacEncoder arguments, got {trunk!r}")
-    return LacEncoder(vocab_size, **trunk)
 
 
 class _Senta(nn.Layer):

@@ -11,6 +11,11 @@ a head compares the two vectors.
   cosine; returns scores (N,) in [-1, 1], trained with a hinge loss on
   (query, positive, negative) triples.
 
+Every model can read LAC's trunk instead of its own embedding (``trunk``: the arguments of
+:class:`~nlp.lac.encoder.LacEncoder`, e.g. ``{layers: 2, freeze: all}``; ids from the ``lac`` tokeniser, so
+``vocab_size`` 58,224): the official embedding and BiGRU give each position 128 (embeddings alone) or 256
+features, which the encoder reads as it reads embeddings (``emb_dim`` is then the trunk's width).
+
 Every encoder honours ``lengths``: positions at or beyond a text's length
 never change its vector, whatever ids they hold (BOW sums valid positions
 only; CNN zeroes padded embeddings and takes the max over valid positions;
@@ -31,6 +36,7 @@ import framework.nn.functional as F
 from framework import nn
 from framework.registry import MODELS
 from nlp.common import lengths_mask
+from nlp.lac.encoder import build_trunk
 
 __all__ = ["HEADS", "FLOAT32_BUFFERS", "SimNetBOW", "SimNetCNN", "SimNetGRU", "SimNetLSTM"]
 
@@ -46,18 +52,21 @@ def _masked_max(h, mask):
 
 
 class _SimNet(nn.Layer):
-    """The shared parts: embedding (row ``padding_idx`` zero), the head and the threshold buffer.
+    """The shared parts: embedding (row ``padding_idx`` zero) or LAC's trunk (``trunk``, a built
+    :class:`~nlp.lac.encoder.LacEncoder`), the head and the threshold buffer.
 
-    Subclasses set ``self.out_dim`` (the encoder's vector size) before calling
-    :meth:`build_head` and implement :meth:`encode_embedded`.
+    Subclasses call :meth:`build_head` with the encoder's vector size and implement :meth:`encode_embedded`.
     """
 
-    def __init__(self, vocab_size, emb_dim, head, padding_idx):
+    def __init__(self, vocab_size, emb_dim, head, padding_idx, trunk=None):
         if head not in HEADS:
             raise ValueError(f"{type(self).__name__}: head must be one of {', '.join(HEADS)}, got {head!r}")
         super().__init__()
         self.vocab_size, self.head = int(vocab_size), head
-        self.embedding = nn.Embedding(vocab_size, emb_dim, padding_idx=padding_idx)
+        if trunk is None:
+            self.embedding = nn.Embedding(vocab_size, emb_dim, padding_idx=padding_idx)
+        else:
+            self.trunk = trunk
         self.register_buffer("threshold", framework.to_tensor(
             numpy.array([_DEFAULT_THRESHOLD[head]], dtype=numpy.float32)))
 
@@ -69,10 +78,21 @@ class _SimNet(nn.Layer):
         else:
             self.proj = nn.Linear(features, hidden)
 
+    def use_vocabulary(self, tokens):
+        """Name the token of each id (``tokens``: str in id order), which the trunk needs to start its rows;
+        the task calls it."""
+        if hasattr(self, "trunk"):
+            self.trunk.use_vocabulary(tokens)
+
+    def init_weights(self):
+        """With a trunk, its official weights (:meth:`~nlp.lac.encoder.LacEncoder.init_weights`; the number of
+        rows set), else 0. Training calls it once, before the first step."""
+        return self.trunk.init_weights() if hasattr(self, "trunk") else 0
+
     def encode(self, ids, lengths=None):
         """The vectors (N, D) of the texts ``ids`` (N, L) with ``lengths`` (N,)."""
         mask = lengths_mask(ids, lengths, "SimNet")
-        emb = self.embedding(ids)
+        emb = self.trunk(ids, lengths) if hasattr(self, "trunk") else self.embedding(ids)
         emb = emb * mask.astype(emb.dtype).unsqueeze(-1)       # (N, L, E), padding zeroed
         return self.encode_embedded(emb, mask, lengths)
 
@@ -112,14 +132,16 @@ class SimNetBOW(_SimNet):
     """Bag of words: the sum of the valid embeddings, softsign ``x / (1 + |x|)``, then the head.
 
     Args: vocab_size, emb_dim (E, also the vector size), head ('pointwise' or
-    'pairwise'), hidden (head width), padding_idx.
+    'pairwise'), hidden (head width), padding_idx, trunk (LacEncoder arguments, or None).
 
     Shape: a_ids (N, La), a_lengths (N,), b_ids (N, Lb), b_lengths (N,) -> (N, 2) or (N,).
     """
 
     def __init__(self, vocab_size: int, emb_dim: int = 128, head: str = "pointwise", hidden: int = 128,
-                 padding_idx: int = 0):
-        super().__init__(vocab_size, emb_dim, head, padding_idx)
+                 padding_idx: int = 0, trunk: dict = None):
+        built = build_trunk(vocab_size, trunk, "SimNetBOW")
+        emb_dim = built.width if built else emb_dim
+        super().__init__(vocab_size, emb_dim, head, padding_idx, built)
         self.build_head(emb_dim, hidden)
 
     def encode_embedded(self, emb, mask, lengths):
@@ -132,18 +154,20 @@ class SimNetCNN(_SimNet):
     max-pooled over valid positions and concatenated, then the head.
 
     Args: vocab_size, emb_dim, filters (per window), windows (odd widths,
-    e.g. [3] as in SimNet, or [1, 3]), head, hidden, padding_idx. The vector
-    is ``filters * len(windows)`` wide.
+    e.g. [3] as in SimNet, or [1, 3]), head, hidden, padding_idx, trunk (LacEncoder arguments, or None).
+    The vector is ``filters * len(windows)`` wide.
 
     Shape: a_ids (N, La), a_lengths (N,), b_ids (N, Lb), b_lengths (N,) -> (N, 2) or (N,).
     """
 
     def __init__(self, vocab_size: int, emb_dim: int = 128, filters: int = 256, windows: list = (3,),
-                 head: str = "pointwise", hidden: int = 128, padding_idx: int = 0):
+                 head: str = "pointwise", hidden: int = 128, padding_idx: int = 0, trunk: dict = None):
         windows = [int(w) for w in windows]
         if not windows or any(w < 1 or w % 2 == 0 for w in windows):
             raise ValueError(f"SimNetCNN: windows must be positive odd numbers, got {windows}")
-        super().__init__(vocab_size, emb_dim, head, padding_idx)
+        built = build_trunk(vocab_size, trunk, "SimNetCNN")
+        emb_dim = built.width if built else emb_dim
+        super().__init__(vocab_size, emb_dim, head, padding_idx, built)
         self.convs = nn.LayerList([nn.Conv1D(emb_dim, filters, w, padding=w // 2) for w in windows])
         self.build_head(filters * len(windows), hidden)
 
@@ -157,8 +181,10 @@ class SimNetCNN(_SimNet):
 class _SimNetRNN(_SimNet):
     """Recurrent encoder (``cell`` 'gru' or 'lstm', one direction or both), pooled over valid positions."""
 
-    def __init__(self, cell, vocab_size, emb_dim, hidden_size, bidirectional, head, hidden, padding_idx):
-        super().__init__(vocab_size, emb_dim, head, padding_idx)
+    def __init__(self, cell, vocab_size, emb_dim, hidden_size, bidirectional, head, hidden, padding_idx, trunk):
+        built = build_trunk(vocab_size, trunk, f"SimNet{cell.upper()}")
+        emb_dim = built.width if built else emb_dim
+        super().__init__(vocab_size, emb_dim, head, padding_idx, built)
         rnn = nn.GRU if cell == "gru" else nn.LSTM
         self.rnn = rnn(emb_dim, hidden_size, direction="bidirect" if bidirectional else "forward")
         self.build_head(hidden_size * (2 if bidirectional else 1), hidden)
@@ -173,14 +199,15 @@ class SimNetGRU(_SimNetRNN):
     valid positions, head.
 
     Args: vocab_size, emb_dim, hidden_size (GRU size; the vector is twice as
-    wide when ``bidirectional``), bidirectional, head, hidden (head width), padding_idx.
+    wide when ``bidirectional``), bidirectional, head, hidden (head width), padding_idx, trunk (LacEncoder
+    arguments, or None).
 
     Shape: a_ids (N, La), a_lengths (N,), b_ids (N, Lb), b_lengths (N,) -> (N, 2) or (N,).
     """
 
     def __init__(self, vocab_size: int, emb_dim: int = 128, hidden_size: int = 128, bidirectional: bool = False,
-                 head: str = "pointwise", hidden: int = 128, padding_idx: int = 0):
-        super().__init__("gru", vocab_size, emb_dim, hidden_size, bidirectional, head, hidden, padding_idx)
+                 head: str = "pointwise", hidden: int = 128, padding_idx: int = 0, trunk: dict = None):
+        super().__init__("gru", vocab_size, emb_dim, hidden_size, bidirectional, head, hidden, padding_idx, trunk)
 
 
 class SimNetLSTM(_SimNetRNN):
@@ -191,8 +218,8 @@ class SimNetLSTM(_SimNetRNN):
     """
 
     def __init__(self, vocab_size: int, emb_dim: int = 128, hidden_size: int = 128, bidirectional: bool = False,
-                 head: str = "pointwise", hidden: int = 128, padding_idx: int = 0):
-        super().__init__("lstm", vocab_size, emb_dim, hidden_size, bidirectional, head, hidden, padding_idx)
+                 head: str = "pointwise", hidden: int = 128, padding_idx: int = 0, trunk: dict = None):
+        super().__init__("lstm", vocab_size, emb_dim, hidden_size, bidirectional, head, hidden, padding_idx, trunk)
 
 
 MODELS.register(SimNetBOW)

@@ -162,7 +162,8 @@ class TextMatching(Task):
     Args:
         model: a SimNet model (:mod:`nlp.simnet.model`): ``encode``, ``match``,
             ``head`` ('pointwise' or 'pairwise'), ``vocab_size`` and a ``threshold`` buffer.
-        tokenizer: tokeniser config (``{type: char}`` by default, or ``{type: lac_word}``).
+        tokenizer: tokeniser config (``{type: char}`` by default, ``{type: lac_word}``, or ``{type: lac}``,
+            LAC's own tokens, with a model on LAC's trunk).
         vocab: a vocabulary file (:meth:`Vocab.save` format); when None it is
             built from ``corpus``'s training texts (and cached), capped at the
             model's ``vocab_size``.
@@ -189,6 +190,8 @@ class TextMatching(Task):
         self.vocab = task_vocab("TextMatching", vocab, model,
                                 lambda capacity: prepare_vocab(self.tokenizer, corpus, min_freq, capacity))
         self.collate_fn = MatchingCollator(self.tokenizer, self.vocab, max_len)
+        if hasattr(model, "use_vocabulary"):
+            model.use_vocabulary(self.vocab.tokens)           # a trunk starts its rows by token
 
     @property
     def threshold(self):

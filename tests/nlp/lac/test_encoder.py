@@ -1,6 +1,6 @@
 """LAC's trunk (nlp.lac.encoder): its tokens are the official reader's, its official weights give the official
-network's BiGRU states, freezing stops exactly the named parts, and a Senta model on it runs the same eager,
-traced and through ONNX."""
+network's BiGRU states, freezing stops exactly the named parts, and a Senta or SimNet model on it runs the same
+eager, traced and through ONNX."""
 import numpy
 import pytest
 
@@ -10,6 +10,8 @@ from framework.config import ConfigError
 from nlp.lac.encoder import LacEncoder, LacTokens
 from nlp.lac.task import load_official
 from nlp.senta.model import SentaBOW, SentaGRU
+from nlp.simnet.model import SimNetBOW, SimNetCNN, SimNetLSTM
+from nlp.simnet.task import TextMatching
 from tests.framework.onnx.parity import assert_exported_parity
 
 TEXTS = ["五星好评，物流很快", "推荐购买", "ＡＢＣ百度是一家高科技公司", "  好评 "]
@@ -88,18 +90,55 @@ def test_freeze_stops_exactly_the_named_parts():
                      trunk={"pretrained": False, "layers": 0, "emb_dim": 6}),
 ])
 def test_a_senta_model_on_the_trunk_runs_the_same_traced_and_through_onnx(model, tmp_path):
-    pytest.importorskip("onnxruntime")
-    net = model()
-    net.eval()
     rng = numpy.random.default_rng(0)
     feeds = []
     for lengths in ([5, 2, 7], [3], [9, 1]):
         lengths = numpy.array(lengths, dtype=numpy.int64)
         ids = rng.integers(1, 40, (len(lengths), lengths.max())) * (numpy.arange(lengths.max()) < lengths[:, None])
         feeds.append({"ids": ids.astype(numpy.int64), "lengths": lengths})
-    program = jit.trace(net, feeds[0], AXES)
+    _assert_traced_and_exported_equal_eager(model().eval(), feeds, AXES, tmp_path)
+
+
+def test_a_simnet_model_starts_its_trunk_from_the_official_rows(tokens):
+    official, reader, _ = load_official()
+    net = SimNetBOW(58224, head="pairwise", trunk={"layers": 0})
+    net.use_vocabulary(tokens.vocabulary().tokens)
+    assert net.init_weights() == 58223 and not hasattr(net, "embedding")
+    row = tokens.vocabulary().encode(["好评"])[0]
+    numpy.testing.assert_array_equal(net.trunk.embedding.weight.numpy()[row],
+                                     official.embedding.weight.numpy()[reader.encode("好评")[0][0]])
+    assert SimNetBOW(10).init_weights() == 0
+
+
+@pytest.mark.parametrize("model", [
+    lambda: SimNetBOW(40, head="pairwise", hidden=5, trunk={"pretrained": False, "layers": 0, "emb_dim": 6}),
+    lambda: SimNetCNN(40, filters=4, windows=[1, 3], hidden=5,
+                      trunk={"pretrained": False, "emb_dim": 6, "hidden": 3}),
+    lambda: SimNetLSTM(40, hidden_size=4, hidden=5, head="pairwise",
+                       trunk={"pretrained": False, "emb_dim": 6, "hidden": 3, "freeze": "all"}),
+])
+def test_a_simnet_model_on_the_trunk_honours_lengths_and_runs_the_same_traced_and_through_onnx(model, tmp_path):
+    net, rng = model().eval(), numpy.random.default_rng(1)
+    feeds = []
+    for a_lengths, b_lengths in (([5, 2, 7], [3, 6, 1]), ([3], [8]), ([9, 1], [2, 2])):   # one width, as the task pads
+        a_lengths, b_lengths = numpy.array(a_lengths), numpy.array(b_lengths)
+        width = max(a_lengths.max(), b_lengths.max())
+        feeds.append({"a_ids": rng.integers(1, 40, (len(a_lengths), width)), "a_lengths": a_lengths,
+                      "b_ids": rng.integers(1, 40, (len(b_lengths), width)), "b_lengths": b_lengths})
+    ids, lengths = feeds[0]["a_ids"], feeds[0]["a_lengths"]
+    repadded = numpy.where(numpy.arange(ids.shape[1]) < lengths[:, None], ids, 0)
+    vectors = [net.encode(framework.to_tensor(i), framework.to_tensor(lengths)).numpy() for i in (ids, repadded)]
+    numpy.testing.assert_allclose(vectors[0], vectors[1], rtol=1e-6, atol=1e-7)   # past a length: no effect
+    _assert_traced_and_exported_equal_eager(net, feeds, TextMatching.dynamic_axes, tmp_path)
+
+
+def _assert_traced_and_exported_equal_eager(net, feeds, axes, tmp_path):
+    """The traced program of ``net`` equals eager on every feed (a dict of the inputs in ``net``'s argument
+    order), and its ONNX export equals the program."""
+    pytest.importorskip("onnxruntime")
+    program = jit.trace(net, feeds[0], axes)
     for feed in feeds:
-        eager = net(framework.to_tensor(feed["ids"]), framework.to_tensor(feed["lengths"])).numpy()
+        eager = net(*(framework.to_tensor(array) for array in feed.values())).numpy()
         traced = program(**feed)
         traced = traced.numpy() if hasattr(traced, "numpy") else numpy.asarray(traced)
         numpy.testing.assert_allclose(traced, eager, rtol=1e-5, atol=1e-6)
