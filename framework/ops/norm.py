@@ -13,6 +13,7 @@ import math
 
 import numpy
 
+from ..kernels.affine import fused_channel_affine, scale_shift
 from ..kernels.im2col import scratch
 from ..tensor import Function, Tensor, OpError
 from .. import backend, threadpool
@@ -41,9 +42,9 @@ class BatchNorm(Function):
         else:  # eval: x * scale + (bias - mean * scale)
             scale, shift, mean, inv_std = eval_scale_shift(xp, *self.fixed, w, b, self.epsilon, x.dtype)
             self.saved = x3, mean, inv_std, w
-            return _scale_shift(xp, x3, scale, shift).reshape(x.shape)
+            return scale_shift(xp, x3, scale, shift).reshape(x.shape)
         inv_std = 1 / xp.sqrt(var + self.epsilon)
-        y = _scale_shift(xp, centred, w * inv_std, b)
+        y = scale_shift(xp, centred, w * inv_std, b)
         self.saved = centred, None, inv_std, w
         return y.reshape(x.shape)
 
@@ -102,9 +103,7 @@ class ChannelAffine(Function):
 
     def forward(self, x, scale, shift):
         x3 = x.reshape(x.shape[0], x.shape[1], -1)  # (N, C, L)
-        y = _scale_shift(self.xp, x3, scale, shift)
-        if self.relu:
-            threadpool.elementwise(self.xp.maximum, y, y.dtype.type(0), out=y)
+        y = fused_channel_affine(x3, scale, shift, self.relu)
         self.saved = x3, scale, (y if self.relu else None)
         return y.reshape(x.shape)
 
@@ -118,12 +117,6 @@ class ChannelAffine(Function):
         gx = threadpool.elementwise(xp.multiply, g3, scale[:, None]).reshape(gy.shape) if need_x else None
         gscale = _channel_sum(xp, "affine_product", g3, x3) if need_scale else None
         return gx, gscale, (_channel_total(xp, g3) if need_shift else None)
-
-
-def _scale_shift(xp, a, scale, shift):
-    """``a * scale + shift`` per channel: a (N, C, L), scale and shift (C,); chunked over the threads on NumPy."""
-    y = threadpool.elementwise(xp.multiply, a, scale[:, None])
-    return threadpool.elementwise(xp.add, y, shift[:, None], out=y)
 
 
 def _input_grad(xp, g, scale, source, source_factor, shift):

@@ -58,13 +58,21 @@ def _depthwise(dtype):
     return ["depthwise_forward", "depthwise_input_grad", "depthwise_weight_grad"]
 
 
+def _affine(dtype):
+    from . import affine
+    x = numpy.ones((1, 2, 3), dtype=dtype)
+    affine.channel_affine_channels(x, numpy.ones(2, dtype=dtype), numpy.zeros(2, dtype=dtype), True, 0, 2,
+                                   numpy.empty_like(x))
+    return ["channel_affine_channels"]
+
+
 def warmup(progress=None):
     """See :func:`framework.kernels.cpu.warmup`."""
     began = time.perf_counter()
     from . import compiler
     names = []
     for dtype in (numpy.float32, numpy.float64):
-        for family in (_recurrent, _crf, _depthwise):
+        for family in (_recurrent, _crf, _depthwise, _affine):
             done = [f"{name}[{numpy.dtype(dtype).name}]" for name in family(dtype)]
             names += done
             if progress is not None:

@@ -176,6 +176,29 @@ def test_depthwise_conv_matches_numpy_kernel(monkeypatch, dtype, case):
     _close([gw], [gw_ref], dtype)
 
 
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_channel_affine_matches_numpy_bit_for_bit(monkeypatch, dtype, relu, threads):
+    """An inference program's fused batch norm (+ ReLU): the compiled pass gives NumPy's multiply, add and
+    maximum bit for bit, NaN, infinities and zeros of both signs included, on any thread count."""
+    from framework import threadpool
+    from framework.kernels.affine import fused_channel_affine
+    rng = numpy.random.default_rng(8)
+    x = rng.standard_normal((3, 5, 700)).astype(dtype)
+    x[0, 0, :6] = [numpy.nan, numpy.inf, -numpy.inf, 0.0, -0.0, 1e-30]
+    scale, shift = rng.standard_normal(5).astype(dtype), rng.standard_normal(5).astype(dtype)
+    scale[1], shift[1] = -1.0, 0.0                                          # -x: zeros change sign
+    previous = threadpool.num_threads()
+    threadpool.set_num_threads(threads)
+    try:
+        y, y_ref = _both(monkeypatch, lambda: fused_channel_affine(x, scale, shift, relu))
+    finally:
+        threadpool.set_num_threads(previous)
+    assert y.dtype == dtype and y.shape == x.shape
+    numpy.testing.assert_array_equal(y.view(f"u{y.itemsize}"), y_ref.view(f"u{y.itemsize}"))
+
+
 def test_depthwise_conv_gradcheck_through_compiled_kernel():
     rng = numpy.random.default_rng(6)
     x, w = rng.standard_normal((2, 3, 6, 5)), rng.standard_normal((3, 1, 3, 3))
