@@ -8,12 +8,14 @@ pytest.importorskip("cv2")
 
 import framework  # noqa: E402
 import vision.models  # noqa: E402,F401
+from framework.config import ConfigError  # noqa: E402
 from framework.engine.task import to_tensors  # noqa: E402
 from framework.registry import MODELS  # noqa: E402
 from video.data.synthetic import SyntheticSpec, plan_video  # noqa: E402
 from video.data.transforms import mirror_array  # noqa: E402
 from video.data.frame_attributes import SyntheticFrameAttributes, frame_targets, mirror_frames  # noqa: E402
-from video.data.synthetic_features import SyntheticFeatures, mirror_label_map  # noqa: E402
+from video.data.flow_features import flow_feature_dim, mirror_flow_features  # noqa: E402
+from video.data.synthetic_features import SyntheticFeatures, mirror_label_map, synthetic_features_folder  # noqa: E402
 from video.metrics import FrameAttributeMetrics, LabelGroupAccuracy  # noqa: E402
 from video.models.attention_lstm import AttentionLSTM  # noqa: E402
 from video.tasks.feature_recognition import FeatureRecognition  # noqa: E402
@@ -107,7 +109,8 @@ def test_synthetic_features_train_and_predict_on_a_video(tiny):
     probs = [p for _, p in result["topk"]]
     assert probs == sorted(probs, reverse=True) and {n for n, _ in result["topk"]} == set(names)
     # the video's features made inside the task are the extracted ones
-    numpy.testing.assert_allclose(task.features_of(video), SyntheticFeatures("test", **kwargs)[0]["rgb"], atol=1e-5)
+    numpy.testing.assert_allclose(task.features_of(video)["rgb"], SyntheticFeatures("test", **kwargs)[0]["rgb"],
+                                  atol=1e-5)
 
 
 @pytest.mark.parametrize("which, moved", [(1, [1, 0, 2, 3, 5, 4]), (2, [0, 1, 3, 2, 5, 4]), (4, [2, 3, 0, 1, 5, 4]),
@@ -134,6 +137,21 @@ def test_mirrored_training_features(tiny):
     numpy.testing.assert_array_equal(flipped["label"][12:], first["label"][12:])
     with pytest.raises(ValueError, match="mirrored: train only"):
         SyntheticFeatures("dev", mirrored=True, **kwargs)
+
+
+def test_flow_features_of_the_set_and_their_mirror_images(tiny):
+    kwargs = dict(backbone=BACKBONE, backbone_weights=tiny["weights"], size=32, extract_frames=6, num=24,
+                  spec=SPEC, root=tiny["root"])
+    rgb_only = synthetic_features_folder(BACKBONE, tiny["weights"], 32, 6, 24, root=tiny["root"], spec=SPEC)[0]
+    both = SyntheticFeatures("train", modalities=["rgb", "flow"], flow={"bins": 4}, mirrored=True, **kwargs)
+    plain = SyntheticFeatures("train", **kwargs)
+    assert both.root != rgb_only and plain.root == rgb_only            # the flow settings are part of the key
+    first, flipped = both[0], both[len(plain)]                           # a video and its left-right mirror
+    assert first["rgb"].shape == (6, 32) and first["flow"].shape == (6, flow_feature_dim(4))
+    numpy.testing.assert_array_equal(flipped["flow"], mirror_flow_features(first["flow"], 1))
+    numpy.testing.assert_allclose(first["rgb"], plain[0]["rgb"], atol=1e-6)
+    with pytest.raises(ConfigError, match="modalities must name each of"):
+        SyntheticFeatures("dev", modalities=["rgb", "audio"], **kwargs)
 
 
 def test_label_group_accuracy_with_and_without_pairs():

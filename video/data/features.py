@@ -29,7 +29,7 @@ from framework.serialization import atomic_write
 from framework.npyfile import load_npy
 
 __all__ = ["FeatureFileError", "dequantize", "load_features", "save_features", "FeatureExtractor",
-           "extract_features", "feature_transforms", "resolve_path"]
+           "extract_features", "feature_transforms", "resolve_path", "frames_for"]
 
 _REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -120,6 +120,14 @@ class FeatureExtractor:
         return features
 
 
+def frames_for(extractor, reader, indices):
+    """What ``extractor`` takes for sampled frames ``indices`` (T,) of an open
+    :class:`~video.data.decode.VideoReader`: ``extractor.read_frames(reader, indices)`` when it reads its own
+    (e.g. frame pairs for flow), else the frames (T, H, W, 3) uint8."""
+    read = getattr(extractor, "read_frames", None)
+    return read(reader, indices) if read is not None else reader.get_frames(indices)
+
+
 def _feature_name(list_path):
     return os.path.splitext(list_path)[0]
 
@@ -137,7 +145,9 @@ def extract_features(entries, root, out, extractor, num_frames=None, modality="r
         entries: :class:`video.data.datasets.ListEntry` items (from
             ``read_list_file``); their paths are relative to ``root``.
         out: the output folder; features go to ``{out}/{modality}/{name}.npy``.
-        extractor: a :class:`FeatureExtractor` (or any frames -> (T, dim) callable).
+        extractor: a :class:`FeatureExtractor` (or any frames -> (T, dim) callable), or an extractor
+            that reads its frames itself with ``read_frames(reader, indices)``, such as
+            :class:`video.data.flow_features.FlowFeatureExtractor` (modality ``flow``).
         num_frames: frames per video, spread evenly (centres of equal parts);
             None takes every frame.
         list_name: file name of the feature list written in ``out``.
@@ -188,7 +198,7 @@ def _extract_one(entry, root, out, extractor, num_frames, modality, on_error, co
     try:
         with VideoReader(source) as reader:
             indices = numpy.arange(len(reader)) if num_frames is None else uniform_indices(len(reader), num_frames)[0]
-            frames = reader.get_frames(indices)
+            frames = frames_for(extractor, reader, indices)
     except (VideoDecodeError, OSError) as exc:
         if on_error == "raise":
             raise type(exc)(f"line {entry.line}: {exc}") from exc

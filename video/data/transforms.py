@@ -33,6 +33,7 @@ from framework.io import sample_rng
 from framework.registry import TRANSFORMS
 from vision.data.transforms import IMAGENET_MEAN, IMAGENET_STD, ImageTransform, Normalize, Resize, image_key
 
+from .flow_features import reverse_flow_features
 from .modality import colour_channels_of, mirror_motion, reverse_motion
 
 __all__ = ["RandomShortSideScale", "RandomCrop", "MultiScaleCrop", "ThreeCrop", "TenCrop", "FormatClips",
@@ -324,16 +325,18 @@ class RandomTimeReverse(ImageTransform):
 
     ``keys``: the arrays to reverse: by default the clip ``imgs`` (F, H, W, C), reversed inside each
     temporal view of ``clip_len`` frames (``frame_inds`` (views, T) follows); any other key (e.g. frame
-    features ``rgb`` (T, D)) is reversed along its first axis.
+    features ``rgb`` (T, D)) is reversed along its first axis. ``flow_keys``: those of ``keys`` holding flow
+    descriptors (T, D) (:mod:`video.data.flow_features`, e.g. ``[flow]``), whose motion is also negated
+    (:func:`~video.data.flow_features.reverse_flow_features`).
     """
 
     random = True
 
-    def __init__(self, p: float = 0.5, label_map: list = None, keys: list = ("imgs",)):
-        if not 0.0 <= p <= 1.0 or not keys:
-            raise ValueError(f"RandomTimeReverse: p must be in [0, 1] and keys name at least one array, "
-                             f"got {p}, {keys!r}")
-        self.p, self.keys = float(p), [str(k) for k in keys]
+    def __init__(self, p: float = 0.5, label_map: list = None, keys: list = ("imgs",), flow_keys: list = ()):
+        if not 0.0 <= p <= 1.0 or not keys or set(flow_keys) - set(keys):
+            raise ValueError(f"RandomTimeReverse: p must be in [0, 1], keys name at least one array and flow_keys "
+                             f"only some of them, got {p}, {keys!r}, {flow_keys!r}")
+        self.p, self.keys, self.flow_keys = float(p), [str(k) for k in keys], {str(k) for k in flow_keys}
         self.label_map = check_label_map(label_map, "RandomTimeReverse")
 
     def __call__(self, sample, rng=None):
@@ -348,6 +351,8 @@ class RandomTimeReverse(ImageTransform):
             if key == "imgs":                                   # reverse inside each view of clip_len frames
                 views = array.reshape((-1, int(sample.get("clip_len", len(array)))) + array.shape[1:])
                 out[key] = reverse_motion(numpy.ascontiguousarray(views[:, ::-1]).reshape(array.shape), sample)
+            elif key in self.flow_keys:
+                out[key] = reverse_flow_features(array[::-1])
             else:
                 out[key] = numpy.ascontiguousarray(array[::-1])
         if "frame_inds" in sample and "imgs" in self.keys:

@@ -7,11 +7,14 @@ modality (``SequenceCollator`` adds ``<modality>_lengths``) and a multi-hot
 averaged over videos, as the 2019 models trained. Predictions are the sigmoid
 probabilities ``prob`` (N, C).
 
-For raw inputs (video file paths) the task extracts the features itself with
-its image ``backbone`` (built with ``num_classes=0``, loaded from
-``backbone_weights``), over ``num_frames`` evenly spread frames through
-:func:`video.data.features.feature_transforms` (``frame_size``) — the same
-pipeline as ``tools/extract_features.py`` — so ``predict([path.mp4], top_k=None)``
+For raw inputs (video file paths) the task extracts every modality it names
+itself over ``num_frames`` evenly spread frames, as ``tools/extract_features.py``
+does: ``flow`` is the flow descriptor of each frame
+(:mod:`video.data.flow_features`, settings ``flow``), any other modality (e.g.
+``rgb``; at most one) the pooled features of its image ``backbone`` (built with
+``num_classes=0``, loaded from ``backbone_weights``) through
+:func:`video.data.features.feature_transforms` (``frame_size``; the flow is
+computed on frames cut the same way). So ``predict([path.mp4], top_k=None)``
 returns ``{"topk": [[class name, probability], ...]}`` for the ``top_k`` best
 classes (None: the task's ``top_k``; all classes when that is None too), best
 first. With ``label_groups`` (e.g. ``{motion: [...], shape: [...]}`` for a
@@ -34,7 +37,8 @@ from framework.registry import MODELS, TASKS
 
 from ..data.datasets import read_class_names
 from ..data.decode import VideoReader
-from ..data.features import FeatureExtractor, feature_transforms, resolve_path
+from ..data.features import FeatureExtractor, feature_transforms, frames_for, resolve_path
+from ..data.flow_features import FlowFeatureExtractor, flow_features_from_config
 from ..data.sampling import uniform_indices
 from ..metrics import YouTube8MMetrics
 from .common import grouped_topk_result, resolve_label_groups, video_paths
@@ -49,12 +53,14 @@ class FeatureRecognition(RankedPrediction, Task):
     Args:
         model: a feature model: ``model(features [(N, T, D_m)], lengths (N,)) -> (N, C)`` logits.
         class_names: class-names file or list (line i = class i); needed for predictions on videos.
-        modalities: the feature keys of a batch, in the model's order (e.g. [rgb, audio]).
-        backbone: config of the image model that makes the first modality's features from frames
-            (e.g. ``{type: resnet18, base_channels: 16}``; ``num_classes`` is set to 0).
+        modalities: the feature keys of a batch, in the model's order (e.g. [rgb, audio] or [rgb, flow]).
+        backbone: config of the image model that makes the features of the modality other than ``flow``
+            from frames (e.g. ``{type: resnet18, base_channels: 16}``; ``num_classes`` is set to 0).
         backbone_weights: its weights file (a path relative to the repository root is accepted).
-        frame_size: crop size of the frames given to the backbone.
-        num_frames: frames per video given to the backbone (evenly spread); None takes all.
+        frame_size: crop size of the frames given to the backbone and to the flow.
+        num_frames: frames per video (evenly spread); None takes all.
+        flow: settings of the ``flow`` modality's descriptors, ``{method, bound, bins, min_speed}`` (default
+            :class:`~video.data.flow_features.FlowFeatureSettings`; they must be those of the training features).
         top_k: classes per prediction list (None: all).
         label_groups: groups of classes ranked on their own in predictions, ``{group: [class name or id,
             ...]}`` (e.g. ``{motion: [move_left, ...], shape: [circle, ...]}``); result key ``<group>_topk``.
@@ -65,7 +71,7 @@ class FeatureRecognition(RankedPrediction, Task):
 
     def __init__(self, model, class_names=None, modalities: list = ("rgb",), backbone: dict = None,
                  backbone_weights: str = None, frame_size: int = 224, num_frames: int = None, top_k: int = None,
-                 label_groups: dict = None, gap_top_k: int = 20, metrics=None):
+                 label_groups: dict = None, gap_top_k: int = 20, metrics=None, flow: dict = None):
         self.model = model
         self.modalities = [str(m) for m in modalities]
         if isinstance(class_names, str):
@@ -75,8 +81,9 @@ class FeatureRecognition(RankedPrediction, Task):
         self.backbone_cfg, self.backbone_weights = backbone, backbone_weights
         self.top_k = check_top_k(top_k, "FeatureRecognition", ConfigError)
         self.frame_size, self.num_frames, self.gap_top_k = int(frame_size), num_frames, gap_top_k
+        self.flow = flow_features_from_config(flow)
         self.collate_fn = SequenceCollator(self.modalities)
-        self._metrics, self._extractor = metrics, None
+        self._metrics, self._extractors = metrics, {}
 
     def _forward(self, batch):
         missing = [m for m in self.modalities if m not in batch]
@@ -95,36 +102,45 @@ class FeatureRecognition(RankedPrediction, Task):
     def metrics(self):
         return self._metrics if self._metrics is not None else [YouTube8MMetrics(self.gap_top_k)]
 
-    def extractor(self):
-        """The :class:`~video.data.features.FeatureExtractor` of ``backbone`` (built on first use)."""
-        if self._extractor is None:
-            if self.backbone_cfg is None or len(self.modalities) != 1:
-                raise ConfigError("FeatureRecognition: predicting on videos needs `backbone` (and its weights) "
-                                 f"and exactly one modality, got backbone={self.backbone_cfg}, "
-                                 f"modalities={self.modalities}")
-            from vision.models.weights import load_pretrained
-            backbone = MODELS.build({**self.backbone_cfg, "num_classes": 0}, where="task.backbone")
-            if self.backbone_weights:
-                load_pretrained(backbone, resolve_path(self.backbone_weights), skip_head=True)
-            if self.device:
-                backbone.to(self.device)
-            self._extractor = FeatureExtractor(backbone, feature_transforms(self.frame_size))
-        return self._extractor
+    def extractor(self, modality=None):
+        """The extractor of ``modality`` (default the first; built on first use): a
+        :class:`~video.data.flow_features.FlowFeatureExtractor` for ``flow``, else the
+        :class:`~video.data.features.FeatureExtractor` of ``backbone``."""
+        modality = self.modalities[0] if modality is None else modality
+        if modality not in self._extractors:
+            self._extractors[modality] = (FlowFeatureExtractor(self.frame_size, settings=self.flow)
+                                          if modality == "flow" else self._backbone_extractor())
+        return self._extractors[modality]
+
+    def _backbone_extractor(self):
+        """The :class:`~video.data.features.FeatureExtractor` of ``backbone``."""
+        imaged = [m for m in self.modalities if m != "flow"]
+        if self.backbone_cfg is None or len(imaged) != 1:
+            raise ConfigError("FeatureRecognition: predicting on videos needs `backbone` (and its weights) and "
+                              f"one modality besides flow for it, got backbone={self.backbone_cfg}, "
+                              f"modalities={self.modalities}")
+        from vision.models.weights import load_pretrained
+        backbone = MODELS.build({**self.backbone_cfg, "num_classes": 0}, where="task.backbone")
+        if self.backbone_weights:
+            load_pretrained(backbone, resolve_path(self.backbone_weights), skip_head=True)
+        if self.device:
+            backbone.to(self.device)
+        return FeatureExtractor(backbone, feature_transforms(self.frame_size))
 
     def features_of(self, path):
-        """The (T, dim) backbone features of the video file ``path``."""
+        """The features of the video file ``path`` in every modality: ``{modality: (T, dim)}``."""
+        extractors = {m: self.extractor(m) for m in self.modalities}
         with VideoReader(os.fspath(path)) as reader:
             count = len(reader)
             indices = numpy.arange(count) if self.num_frames is None else uniform_indices(count, self.num_frames)[0]
-            frames = reader.get_frames(indices)
-        return self.extractor()(frames)
+            return {m: extractor(frames_for(extractor, reader, indices)) for m, extractor in extractors.items()}
 
     def preprocess(self, inputs):
         """Video paths -> a padded feature batch ``{modality: (N, T, D), modality_lengths: (N,)}``."""
         if self.class_names is None:
             raise ConfigError("FeatureRecognition: set class_names to predict on videos")
         paths = video_paths(inputs, "FeatureRecognition")
-        return self.collate_fn([{self.modalities[0]: self.features_of(path)} for path in paths])
+        return self.collate_fn([self.features_of(path) for path in paths])
 
     def postprocess(self, outputs, top_k=None):
         """``{"topk": [[name, prob], ...], "<group>_topk": [...], ...}`` per video, best first, ``top_k``
