@@ -43,7 +43,8 @@ from ...fetch import oar_home
 from ...private import private_folder
 from .. import providers
 
-__all__ = ["kernel", "CACHE_DIR", "BLAS", "gemm", "tanh", "sigmoid", "FASTMATH_SAFE", "one_blas_thread"]
+__all__ = ["kernel", "CACHE_DIR", "BLAS", "gemm", "tanh", "sigmoid", "FASTMATH_SAFE", "one_blas_thread",
+           "uint64"]
 
 _COMPILE_NOTICE = "oar: compiling the CPU kernels (once per machine{where}; `oar warmup` does it ahead)"
 
@@ -129,6 +130,7 @@ os.environ.setdefault("NUMBA_THREADING_LAYER", "workqueue")
 import numba  # noqa: E402  (after the environment above)
 import llvmlite.binding as llvm  # noqa: E402
 from numba import types  # noqa: E402
+from numba import uint64  # noqa: E402,F401  (the kernels take Numba's names from here, never before this import)
 from numba.core import event  # noqa: E402
 from numba.extending import overload, register_jitable  # noqa: E402
 

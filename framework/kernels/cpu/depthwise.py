@@ -10,9 +10,8 @@ over images and positions in a float64 accumulator (reassociated, so vectorised;
 order). Channels [first, stop) per call, so the threads of :mod:`framework.threadpool` split the channels.
 """
 import numpy
-from numba import uint64
 
-from .compiler import FASTMATH_SAFE, kernel
+from .compiler import FASTMATH_SAFE, kernel, uint64
 
 __all__ = ["depthwise_forward", "depthwise_input_grad", "depthwise_weight_grad"]
 

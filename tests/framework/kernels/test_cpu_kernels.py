@@ -350,3 +350,16 @@ def test_numba_imported_lazily():
     reference = _python(code, OAR_KERNELS="numpy")
     assert reference.returncode == 0, reference.stderr
     assert reference.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("module", ["affine", "crf", "depthwise", "peephole", "recurrent", "warm"])
+def test_kernel_cache_on_disk_whichever_kernel_module_comes_first(tmp_path, module):
+    """Each kernel module imported first in a fresh process still has Numba load after the cache folder is set,
+    so what a command compiles is kept for the next one (an early ``import numba`` left every process compiling
+    in memory)."""
+    code = (f"import framework.kernels.cpu.{module}\n"
+            "from framework.kernels.cpu import compiler\n"
+            "print(compiler.CACHE_DIR)\n")
+    result = _python(code, OAR_HOME=str(tmp_path / "home"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(tmp_path / "home" / "numba" / os.path.basename(result.stdout.strip()))
