@@ -4,17 +4,17 @@ eval-mode batch norm with its scale and shift computed once, optionally with the
 layer_norm and group_norm are one Function: view x as ``view``, standardise
 over ``axes`` of that view, then scale and shift by a per-feature or
 per-channel weight and bias. batch_norm has its own Function, because its
-statistics and its weight are both per channel: the output is one multiply and
-one add per element, the backward is per-channel sums and two passes, and
-temporaries that never leave the op live in reused scratch buffers (fresh
-multi-MB arrays cost page faults that rival the arithmetic).
+statistics and its weight are both per channel: with batch statistics it runs the
+kernel family :mod:`framework.kernels.batch_norm` (compiled passes or NumPy's); with
+fixed ones the output is one multiply and one add per element and the backward
+per-channel sums and one pass.
 """
 import math
 
 import numpy
 
 from ..kernels.affine import fused_channel_affine, scale_shift
-from ..kernels.im2col import scratch
+from ..kernels.batch_norm import batch_norm_train, batch_norm_train_backward, channel_sum, channel_total
 from ..tensor import Function, Tensor, OpError
 from .. import backend, threadpool
 
@@ -24,29 +24,23 @@ __all__ = ["batch_norm", "layer_norm", "group_norm", "normalize", "channel_affin
 class BatchNorm(Function):
     """y = (x - mean) * weight / sqrt(var + epsilon) + bias, per channel (axis 1).
 
-    Attributes: ``epsilon``; ``fixed`` None (batch statistics) or the running
-    (mean, var) arrays (C,); ``running`` None or (running_mean, running_var,
-    momentum) arrays updated in place from the batch statistics.
+    Attributes: ``epsilon``; ``fixed`` None (batch statistics: :mod:`framework.kernels.batch_norm`) or the
+    running (mean, var) arrays (C,); ``running`` None or (running_mean, running_var, momentum) arrays updated
+    in place from the batch statistics.
     """
 
     def forward(self, x, w, b):
         xp = self.xp
         x3 = x.reshape(x.shape[0], x.shape[1], -1)  # (N, C, L)
         if self.fixed is None:
-            count = x3.shape[0] * x3.shape[2]
-            mean = _channel_total(xp, x3) / count
-            centred = threadpool.elementwise(xp.subtract, x3, mean[:, None])
-            var = _channel_sum(xp, "bn_square", centred, centred) / count
+            y, mean, var, self.saved = batch_norm_train(x3, w, b, self.epsilon)
             if self.running is not None:
-                self._update_running(mean, var, count)
-        else:  # eval: x * scale + (bias - mean * scale)
-            scale, shift, mean, inv_std = eval_scale_shift(xp, *self.fixed, w, b, self.epsilon, x.dtype)
-            self.saved = x3, mean, inv_std, w
-            return scale_shift(xp, x3, scale, shift).reshape(x.shape)
-        inv_std = 1 / xp.sqrt(var + self.epsilon)
-        y = scale_shift(xp, centred, w * inv_std, b)
-        self.saved = centred, None, inv_std, w
-        return y.reshape(x.shape)
+                self._update_running(mean, var, x3.shape[0] * x3.shape[2])
+            return y.reshape(x.shape)
+        # eval: x * scale + (bias - mean * scale)
+        scale, shift, mean, inv_std = eval_scale_shift(xp, *self.fixed, w, b, self.epsilon, x.dtype)
+        self.saved = x3, mean, inv_std, w
+        return scale_shift(xp, x3, scale, shift).reshape(x.shape)
 
     def _update_running(self, mean, var, count):
         """running = momentum * running + (1 - momentum) * batch, with the unbiased batch variance."""
@@ -57,29 +51,18 @@ class BatchNorm(Function):
         running_var += (1 - momentum) * count / (count - 1) * var.reshape(running_var.shape)
 
     def backward(self, gy):
-        xp = self.xp
-        source, fixed_mean, inv_std, w = self.saved  # source: centred x (training) or x (eval)
         need_x, need_w, need_b = self.needs_input_grad
-        training = fixed_mean is None  # batch statistics: gx needs both channel sums
-        g3 = gy.reshape(source.shape)
-        gb = gw = gx = None
-        if need_b or (training and need_x):
-            gb = _channel_total(xp, g3)
-        if need_w or (training and need_x):
-            g_source = _channel_sum(xp, "bn_product", g3, source)  # sum of gy * source per channel
-            if not training:
-                g_sum = gb if gb is not None else _channel_total(xp, g3)
-                g_source = g_source - fixed_mean * g_sum  # sum of gy * (x - mean)
-            gw = g_source * inv_std  # sum of gy * xhat
-        if need_x:
-            scale = w * inv_std
-            if training:  # subtract the projections on 1 and on xhat
-                count = g3.shape[0] * g3.shape[2]
-                gx = _input_grad(xp, g3, scale, source, scale * inv_std * gw / count, scale * gb / count)
-            else:
-                gx = threadpool.elementwise(xp.multiply, g3, scale[:, None])
-            gx = gx.reshape(gy.shape)
-        return gx, gw if need_w else None, gb if need_b else None
+        if self.fixed is None:
+            g3 = gy.reshape(self.saved.source.shape)
+            gx, gw, gb = batch_norm_train_backward(self.saved, g3, need_x, need_w, need_b)
+            return (None if gx is None else gx.reshape(gy.shape)), gw, gb
+        xp = self.xp
+        x3, mean, inv_std, w = self.saved                  # eval: the statistics are constants
+        g3 = gy.reshape(x3.shape)
+        gb = channel_total(xp, g3) if need_b or need_w else None
+        gw = (channel_sum(xp, "bn_product", g3, x3) - mean * gb) * inv_std if need_w else None  # sum gy * xhat
+        gx = threadpool.elementwise(xp.multiply, g3, (w * inv_std)[:, None]).reshape(gy.shape) if need_x else None
+        return gx, gw, gb if need_b else None
 
 
 def eval_scale_shift(xp, running_mean, running_var, w, b, epsilon, dtype):
@@ -115,57 +98,8 @@ class ChannelAffine(Function):
             g3 = g3 * (y > 0)
         need_x, need_scale, need_shift = self.needs_input_grad
         gx = threadpool.elementwise(xp.multiply, g3, scale[:, None]).reshape(gy.shape) if need_x else None
-        gscale = _channel_sum(xp, "affine_product", g3, x3) if need_scale else None
-        return gx, gscale, (_channel_total(xp, g3) if need_shift else None)
-
-
-def _input_grad(xp, g, scale, source, source_factor, shift):
-    """``g * scale - source * source_factor - shift`` per channel (the training input gradient): g and source
-    (N, C, L), the rest (C,). On NumPy each thread takes a block of images, with its own temporary."""
-    gx = xp.empty(g.shape, dtype=g.dtype)
-
-    def block(lo, hi):
-        out = gx[lo:hi]
-        xp.multiply(g[lo:hi], scale[:, None], out=out)
-        out -= xp.multiply(source[lo:hi], source_factor[:, None],
-                           out=scratch(xp, "bn_scaled", out.shape, out.dtype))
-        out -= shift[:, None]
-
-    if xp is numpy:
-        threadpool.run_chunks(block, g.shape[0], g[0].size)
-    else:
-        block(0, g.shape[0])
-    return gx
-
-
-def _blas_ready(xp, a):
-    """Whether ``a`` is a NumPy float32/float64 array (the dtypes NumPy hands to BLAS)."""
-    return xp is numpy and a.dtype in (numpy.float32, numpy.float64)
-
-
-def _channel_total(xp, a):
-    """sum over axes 0 and 2 of ``a`` (N, C, L) -> (C,).
-
-    On NumPy float32/float64 as a matrix-vector product with ones (BLAS), several times faster than a
-    reduction over two axes that are not adjacent, and as accurate in float32.
-    """
-    if not _blas_ready(xp, a):
-        return a.sum(axis=(0, 2))
-    return numpy.matmul(a, numpy.ones(a.shape[2], dtype=a.dtype)).sum(axis=0)
-
-
-def _channel_sum(xp, name, a, b):
-    """sum over axes 0 and 2 of ``a * b``, both (N, C, L) -> (C,).
-
-    On NumPy float32/float64 one ``einsum`` pass with no temporary; otherwise the product goes to a scratch
-    buffer.
-    """
-    if _blas_ready(xp, a):
-        total = numpy.empty(a.shape[1], dtype=a.dtype)     # per channel: chunks over channels change no bit
-        threadpool.run_chunks(lambda lo, hi: numpy.einsum("ncl,ncl->c", a[:, lo:hi], b[:, lo:hi], out=total[lo:hi]),
-                            a.shape[1], a.shape[0] * a.shape[2])
-        return total
-    return xp.multiply(a, b, out=scratch(xp, name, a.shape, a.dtype)).sum(axis=(0, 2))
+        gscale = channel_sum(xp, "affine_product", g3, x3) if need_scale else None
+        return gx, gscale, (channel_total(xp, g3) if need_shift else None)
 
 
 class Normalize(Function):

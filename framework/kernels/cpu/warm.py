@@ -66,13 +66,24 @@ def _affine(dtype):
     return ["channel_affine_channels"]
 
 
+def _batch_norm(dtype):
+    from . import batch_norm
+    x, ones = numpy.ones((1, 2, 3), dtype=dtype), numpy.ones(2, dtype=dtype)
+    mean, var, y = numpy.empty(2, dtype=dtype), numpy.empty(2, dtype=dtype), numpy.empty_like(x)
+    batch_norm.batch_statistics(x, 0, 2, mean, var)
+    batch_norm.normalize_channels(x, mean, ones, ones, 0, 2, y)
+    batch_norm.gradient_sums(y, x, mean, 0, 2, mean.copy(), var.copy())
+    batch_norm.input_grad_channels(y, x, mean, ones, ones, ones, 0, 2, numpy.empty_like(x))
+    return ["batch_statistics", "normalize_channels", "gradient_sums", "input_grad_channels"]
+
+
 def warmup(progress=None):
     """See :func:`framework.kernels.cpu.warmup`."""
     began = time.perf_counter()
     from . import compiler
     names = []
     for dtype in (numpy.float32, numpy.float64):
-        for family in (_recurrent, _crf, _depthwise, _affine):
+        for family in (_recurrent, _crf, _depthwise, _affine, _batch_norm):
             done = [f"{name}[{numpy.dtype(dtype).name}]" for name in family(dtype)]
             names += done
             if progress is not None:

@@ -199,6 +199,69 @@ def test_channel_affine_matches_numpy_bit_for_bit(monkeypatch, dtype, relu, thre
     numpy.testing.assert_array_equal(y.view(f"u{y.itemsize}"), y_ref.view(f"u{y.itemsize}"))
 
 
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("shape", [(4, 6, 9, 7), (2, 3, 1, 1), (2, 5)], ids=["images", "one_position", "features"])
+def test_batch_norm_training_matches_numpy_kernel(monkeypatch, dtype, threads, shape):
+    """Batch statistics: output, running statistics and the three gradients equal the NumPy passes', on
+    activations far from zero mean (the compiled sums centre before squaring), any thread count."""
+    from framework import threadpool
+    rng = numpy.random.default_rng(9)
+    x = (rng.standard_normal(shape) * 3 + 40).astype(dtype)
+    weight, bias = rng.standard_normal(shape[1]).astype(dtype), rng.standard_normal(shape[1]).astype(dtype)
+    projection = rng.standard_normal(shape).astype(dtype)
+
+    def run():
+        tensors = [to_tensor(a, requires_grad=True) for a in (x, weight, bias)]
+        mean, var = to_tensor(numpy.zeros(shape[1], dtype)), to_tensor(numpy.ones(shape[1], dtype))
+        y = F.batch_norm(tensors[0], mean, var, tensors[1], tensors[2], training=True)
+        (y * to_tensor(projection)).sum().backward()
+        return [y.numpy(), mean.numpy(), var.numpy()] + [t.grad.numpy() for t in tensors]
+
+    previous = threadpool.num_threads()
+    threadpool.set_num_threads(threads)
+    try:
+        compiled, reference = _both(monkeypatch, run)
+    finally:
+        threadpool.set_num_threads(previous)
+    tol = 2e-4 if dtype == numpy.float32 else 1e-10
+    for a, b in zip(compiled, reference):
+        assert a.dtype == dtype
+        numpy.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
+def test_batch_norm_backward_after_switching_kernels(monkeypatch):
+    """A forward by the compiled kernels (which keep x) and a backward by the NumPy ones give the gradients of
+    NumPy's kernels alone."""
+    rng = numpy.random.default_rng(10)
+    x = rng.standard_normal((3, 4, 5))
+    weight, bias = rng.standard_normal(4), rng.standard_normal(4)
+
+    def grads(switch):
+        tensors = [to_tensor(a, requires_grad=True) for a in (x, weight, bias)]
+        y = F.batch_norm(tensors[0], to_tensor(numpy.zeros(4)), to_tensor(numpy.ones(4)), tensors[1], tensors[2],
+                         training=True)
+        if switch:
+            monkeypatch.setenv(cpu.KERNELS_ENV, "numpy")
+        (y * y).sum().backward()
+        monkeypatch.delenv(cpu.KERNELS_ENV, raising=False)
+        return [t.grad.numpy() for t in tensors]
+
+    switched, compiled = grads(True), grads(False)
+    monkeypatch.setenv(cpu.KERNELS_ENV, "numpy")
+    reference = grads(False)
+    for a, b, c in zip(switched, compiled, reference):
+        numpy.testing.assert_allclose(a, c, rtol=1e-10, atol=1e-10)
+        numpy.testing.assert_allclose(b, c, rtol=1e-10, atol=1e-10)
+
+
+def test_batch_norm_gradcheck_through_compiled_kernel():
+    rng = numpy.random.default_rng(11)
+    x, weight, bias = rng.standard_normal((3, 4, 2, 3)), rng.standard_normal(4), rng.standard_normal(4)
+    gradcheck(lambda a, w, b: F.batch_norm(a, to_tensor(numpy.zeros(4)), to_tensor(numpy.ones(4)), w, b,
+                                           training=True), [x, weight, bias])
+
+
 def test_depthwise_conv_gradcheck_through_compiled_kernel():
     rng = numpy.random.default_rng(6)
     x, w = rng.standard_normal((2, 3, 6, 5)), rng.standard_normal((3, 1, 3, 3))
