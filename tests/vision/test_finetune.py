@@ -169,6 +169,7 @@ def test_the_example_config_trains_and_infers_from_the_run_directory(tmp_path):
 @pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("OAR_RUN_SLOW") != "1", reason="about a minute: set OAR_RUN_SLOW=1 to run")
 def test_the_example_recipe_reaches_its_accuracy(tmp_path):
-    """The whole recipe of configs/examples/image_own_data.yaml: 0.983 val accuracy at seed 0 (60 images)."""
+    """The whole recipe of configs/examples/image_own_data.yaml: 0.950 val accuracy at seed 0 (60 images; 0.983
+    before batch norm's statistics were compiled, a rounding-level change a 20-epoch toy run does not damp)."""
     _, summary = runner.train(load_config(EXAMPLE_CONFIG), output_dir=str(tmp_path / "run"), progress=False)
     assert summary["best"] >= 0.95
