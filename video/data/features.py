@@ -120,12 +120,17 @@ class FeatureExtractor:
         return features
 
 
-def frames_for(extractor, reader, indices):
-    """What ``extractor`` takes for sampled frames ``indices`` (T,) of an open
-    :class:`~video.data.decode.VideoReader`: ``extractor.read_frames(reader, indices)`` when it reads its own
-    (e.g. frame pairs for flow), else the frames (T, H, W, 3) uint8."""
-    read = getattr(extractor, "read_frames", None)
-    return read(reader, indices) if read is not None else reader.get_frames(indices)
+def frames_for(extractors, reader, indices):
+    """What each of ``extractors`` ({name: extractor}) takes for sampled frames ``indices`` (T,) of an open
+    :class:`~video.data.decode.VideoReader`, every frame decoded once: ``{name: frames}``. An extractor with
+    ``frame_indices(indices, count, path)`` names the frames it needs as an int array of any shape (e.g. (T, 2)
+    pairs for flow) and gets them in that shape (..., H, W, 3); any other gets the frames (T, H, W, 3) uint8."""
+    wanted = {name: numpy.asarray(extractor.frame_indices(indices, len(reader), reader.path))
+              if hasattr(extractor, "frame_indices") else numpy.asarray(indices)
+              for name, extractor in extractors.items()}
+    unique = numpy.unique(numpy.concatenate([w.reshape(-1) for w in wanted.values()]))
+    frames = reader.get_frames(unique)
+    return {name: frames[numpy.searchsorted(unique, w)] for name, w in wanted.items()}
 
 
 def _feature_name(list_path):
@@ -146,7 +151,7 @@ def extract_features(entries, root, out, extractor, num_frames=None, modality="r
             ``read_list_file``); their paths are relative to ``root``.
         out: the output folder; features go to ``{out}/{modality}/{name}.npy``.
         extractor: a :class:`FeatureExtractor` (or any frames -> (T, dim) callable), or an extractor
-            that reads its frames itself with ``read_frames(reader, indices)``, such as
+            that names the frames it needs with ``frame_indices`` (see :func:`frames_for`), such as
             :class:`video.data.flow_features.FlowFeatureExtractor` (modality ``flow``).
         num_frames: frames per video, spread evenly (centres of equal parts);
             None takes every frame.
@@ -198,7 +203,7 @@ def _extract_one(entry, root, out, extractor, num_frames, modality, on_error, co
     try:
         with VideoReader(source) as reader:
             indices = numpy.arange(len(reader)) if num_frames is None else uniform_indices(len(reader), num_frames)[0]
-            frames = frames_for(extractor, reader, indices)
+            frames = frames_for({modality: extractor}, reader, indices)[modality]
     except (VideoDecodeError, OSError) as exc:
         if on_error == "raise":
             raise type(exc)(f"line {entry.line}: {exc}") from exc

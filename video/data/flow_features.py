@@ -241,8 +241,8 @@ class FlowFeatureExtractor:
     frame and its successor) -> (T, 5 * bins + 6) float32.
 
     The frames are first cut as the ``rgb`` features' frames are (:func:`~video.data.features.feature_transforms`:
-    short side to ``resize``, default ``size * 8 // 7``, centre crop ``size``). :meth:`read_frames` reads the
-    pairs of sampled frames from an open :class:`~video.data.decode.VideoReader`.
+    short side to ``resize``, default ``size * 8 // 7``, centre crop ``size``). :meth:`frame_indices` names the
+    pairs a video's sampled frames need (:func:`~video.data.features.frames_for` decodes them).
     """
 
     def __init__(self, size=224, resize=None, settings=FlowFeatureSettings()):
@@ -254,11 +254,10 @@ class FlowFeatureExtractor:
         """Values per frame."""
         return self.settings.dim
 
-    def read_frames(self, reader, indices):
-        """Sampled frames ``indices`` (T,) with their successors: (T, 2, H, W, 3) uint8."""
-        pairs = pair_indices(indices, len(reader), reader.path)
-        frames = reader.get_frames(pairs.reshape(-1))                        # each frame decoded once
-        return frames.reshape(pairs.shape + frames.shape[1:])
+    def frame_indices(self, indices, count, path="video"):
+        """The frames the descriptors of sampled frames ``indices`` (T,) need: (T, 2) pairs
+        (:func:`pair_indices`), for :func:`~video.data.features.frames_for`."""
+        return pair_indices(indices, count, path)
 
     def __call__(self, pairs):
         pairs = numpy.asarray(pairs)

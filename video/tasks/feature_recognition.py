@@ -133,7 +133,8 @@ class FeatureRecognition(RankedPrediction, Task):
         with VideoReader(os.fspath(path)) as reader:
             count = len(reader)
             indices = numpy.arange(count) if self.num_frames is None else uniform_indices(count, self.num_frames)[0]
-            return {m: extractor(frames_for(extractor, reader, indices)) for m, extractor in extractors.items()}
+            frames = frames_for(extractors, reader, indices)                 # each frame decoded once
+        return {m: extractor(frames[m]) for m, extractor in extractors.items()}
 
     def preprocess(self, inputs):
         """Video paths -> a padded feature batch ``{modality: (N, T, D), modality_lengths: (N,)}``."""
