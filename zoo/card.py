@@ -99,26 +99,31 @@ class Weights:
 class Recipe:
     """How ``oar reproduce`` remakes a card: ``procedure``, a key of :data:`zoo.reproduce.PROCEDURES`, and
     its options (``overrides`` of the config, the ``split`` it measures on, the ``models`` one run trains,
-    ``label_cleaning`` settings)."""
+    ``label_cleaning`` settings, ``nproc``: the data-parallel processes the training runs on, as ``oar train
+    --nproc``)."""
     procedure: str
     overrides: tuple = ()
     split: str = "test"
     models: tuple = ()
     label_cleaning: Optional[Mapping] = None
+    nproc: int = 1
 
     @classmethod
     def from_mapping(cls, value, where):
-        """From the catalog's ``reproduce: {procedure, overrides, split, models, label_cleaning}``."""
+        """From the catalog's ``reproduce: {procedure, overrides, split, models, label_cleaning, nproc}``."""
         _typed(where, "reproduce", value, dict, nullable=False)
         unknown = sorted(set(value) - {f.name for f in dataclasses.fields(cls)})
         if unknown:
             raise CardError(f"{where}: unknown reproduce keys {', '.join(unknown)} (known: procedure, overrides, "
-                            f"split, models, label_cleaning)")
+                            f"split, models, label_cleaning, nproc)")
+        nproc = _typed(where, "reproduce.nproc", value.get("nproc", 1), int, nullable=False)
+        if isinstance(nproc, bool) or nproc < 1:
+            raise CardError(f"{where}: reproduce.nproc must be a positive integer, got {nproc!r}")
         return cls(_typed(where, "reproduce.procedure", value.get("procedure"), str, nullable=False),
                    tuple(_typed(where, "reproduce.overrides", value.get("overrides"), list) or ()),
                    _typed(where, "reproduce.split", value.get("split", "test"), str, nullable=False),
                    tuple(_typed(where, "reproduce.models", value.get("models"), list) or ()),
-                   _typed(where, "reproduce.label_cleaning", value.get("label_cleaning"), dict))
+                   _typed(where, "reproduce.label_cleaning", value.get("label_cleaning"), dict), nproc)
 
     def to_mapping(self):
         """The catalog's form: the procedure and the options that differ from their defaults."""
@@ -131,6 +136,8 @@ class Recipe:
             out["models"] = list(self.models)
         if self.label_cleaning is not None:
             out["label_cleaning"] = dict(self.label_cleaning)
+        if self.nproc != 1:
+            out["nproc"] = self.nproc
         return out
 
 

@@ -105,3 +105,4 @@ def test_reproduce_writes_both_sets_once_and_a_results_block(tmp_path, monkeypat
     metrics = {"map": 0.5, "map_07": 0.25, "map_coco": 0.125, "map_heldout": 0.375}
     text = detection.results_text(card("ssd_mobilenet_v1_shapes"), metrics, 12.0)
     assert "| ssd_mobilenet_v1_shapes | 0.5000 | 0.2500 | 0.1250 | 0.3750 | 12.0 |" in text
+    assert "on 2 data-parallel processes" in text and "`oar train --nproc 2 -c configs/vision/" in text

@@ -1,12 +1,11 @@
 """``oar train -c CONFIG``: train a model from a YAML config; the summary as one JSON line."""
 import json
 import os
-import sys
 
 from framework import distributed
 from framework.engine import runner
 
-from ..catalog import ROOT
+from ..launch import launch_training
 from . import flags
 from .rundir import config_arguments, setup
 
@@ -32,7 +31,7 @@ def run(args):
     """
     launched = distributed.launched_by_mpi()
     if args.nproc > 1 and not launched:
-        return _launch(args.nproc, args.argv)
+        return launch_training(args.nproc, args.argv)
     if launched and args.nproc not in (1, launched):
         raise distributed.DistributedError(f"--nproc {args.nproc} but the MPI launcher started {launched} processes")
     cfg, output_dir = setup(args, for_inference=False)
@@ -45,8 +44,3 @@ def run(args):
         print(json.dumps({k: v for k, v in summary.items() if k != "history"}))
     return 0
 
-
-def _launch(nproc, argv):
-    """Run ``oar train argv`` as ``nproc`` MPI processes; their exit status becomes this one's."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p))
-    return distributed.launch(nproc, [sys.executable, "-m", "zoo.cli", "train", *argv], env=env)

@@ -31,7 +31,8 @@ import os
 import shutil
 import time
 
-from framework.config import load_config
+from framework.config import dump_config, load_config
+from framework.distributed import DistributedError
 from framework.engine import runner
 from framework.engine.checkpoint import export_weights
 from framework.engine.run_dir import best_checkpoint
@@ -39,6 +40,7 @@ from framework.serialization import atomic_write
 
 from ..card import Weights
 from ..catalog import CATALOG_PATH, ROOT, CatalogError, card, cards, write_card
+from ..launch import launch_training
 from ..tasks import TASK_TABLE
 from ..usage import UsageError
 
@@ -109,21 +111,40 @@ def logged_train_minutes(run_dir):
     return (last["time"] - first["time"] + per_step * first["step"]) / 60
 
 
-def train_checkpoint(cfg, name, options, from_run=None):
+def train_checkpoint(cfg, name, options, from_run=None, nproc=1):
     """Train ``cfg`` into ``<output_root>/<name>``; returns ``(checkpoint, summary, minutes)``.
 
     The checkpoint is ``best.npz``, or ``last.npz`` when the budget ended before
     any evaluation; ``summary`` is the trainer's, ``minutes`` the training's wall
     time. ``from_run``: the directory of a finished run (``oar train``) to take
     instead of training (summary None, minutes from :func:`logged_train_minutes`).
+    ``nproc`` above one trains as ``oar train --nproc`` does, on that many
+    data-parallel processes (the config is written as ``<output_root>/<name>.yaml``;
+    summary None).
     """
     if from_run:
         output_dir, summary, minutes = from_run, None, logged_train_minutes(from_run)
     else:
         output_dir, start = os.path.join(options.output_root, name), time.time()
-        _, summary = runner.train(cfg, output_dir=output_dir, device=options.device, progress=not options.quiet)
+        if nproc > 1:
+            summary = _train_distributed(cfg, name, options, output_dir, nproc)
+        else:
+            _, summary = runner.train(cfg, output_dir=output_dir, device=options.device, progress=not options.quiet)
         minutes = (time.time() - start) / 60
     return best_checkpoint(output_dir), summary, minutes
+
+
+def _train_distributed(cfg, name, options, output_dir, nproc):
+    """Train ``cfg`` on ``nproc`` processes through ``oar train --nproc``; None (the summary stays in
+    the run's files)."""
+    config_path = os.path.join(options.output_root, f"{name}.yaml")
+    dump_config(cfg, config_path)
+    argv = ["-c", config_path, "--output_dir", output_dir, "--device", options.device, "--nproc", str(nproc)]
+    status = launch_training(nproc, argv + (["--quiet"] if options.quiet else []))
+    if status != 0:
+        raise DistributedError(f"training {name} on {nproc} processes failed (exit status {status}); "
+                               f"its run directory is {output_dir}")
+    return None
 
 
 def train_and_measure(entry, options, extra_overrides=(), cfg=None, from_run=None):
@@ -136,7 +157,8 @@ def train_and_measure(entry, options, extra_overrides=(), cfg=None, from_run=Non
     path, "train_minutes": …}`` (the trainer's summary; the training's wall time).
     """
     cfg = cfg if cfg is not None else recipe_config(entry, options, extra_overrides)
-    best, summary, minutes = train_checkpoint(cfg, entry.name, options, from_run)
+    nproc = entry.reproduce.nproc if entry.reproduce else 1
+    best, summary, minutes = train_checkpoint(cfg, entry.name, options, from_run, nproc)
     split = entry.reproduce.split if entry.reproduce else "test"
     metrics = runner.evaluate_config(cfg, best, split=split, device=options.device)
     sha = export_weights(best, destination(options, entry.weights.path))

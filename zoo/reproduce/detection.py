@@ -3,7 +3,8 @@ test split and on a held-out renderer's images; the RESULTS.md block.
 
 1. the set is written as a VOC folder under ``<output_root>/detection_shapes`` (kept when it is there)
    by :func:`vision.data.detection_shapes.make_detection_shapes` with the counts of :data:`SET_SIZES`;
-2. ``configs/vision/ssd_mobilenet_v1_shapes.yaml`` trains on it (:func:`zoo.reproduce.train_and_measure`),
+2. ``configs/vision/ssd_mobilenet_v1_shapes.yaml`` trains on it (:func:`zoo.reproduce.train_and_measure`, on
+   the card's ``reproduce.nproc`` data-parallel processes),
    its best checkpoint is evaluated on the test split (VOC mAP@0.5 all-point and 11-point, COCO
    mAP@[.5:.95]) and exported in float16 to the card's weights;
 3. the same checkpoint is evaluated on :data:`HELDOUT_IMAGES` images of the second, independently written
@@ -40,11 +41,14 @@ def prepare_sets(output_root):
 
 def results_text(entry, metrics, minutes):
     """The RESULTS.md block: the metrics table, the commands and the machine."""
+    nproc = entry.reproduce.nproc if entry.reproduce else 1
+    processes = f" on {nproc} data-parallel processes" if nproc > 1 else ""
+    launch = f"--nproc {nproc} " if nproc > 1 else ""
     return "\n".join([
         f"### {entry.name} (`oar reproduce detection`)",
         "",
         f"SSD-MobileNetV1 (`{entry.config}`) on the generated shapes-detection set "
-        f"({SET_SIZES['num_train']} training images; six classes), CPU, {machine_description()}, "
+        f"({SET_SIZES['num_train']} training images; six classes), CPU{processes}, {machine_description()}, "
         f"{datetime.date.today().isoformat()}.",
         "",
         "| model | VOC mAP@0.5 test | 11-point | COCO mAP@[.5:.95] | VOC mAP@0.5 held-out renderer | train min |",
@@ -53,7 +57,7 @@ def results_text(entry, metrics, minutes):
         f"{metrics['map_heldout']:.4f} | {minutes:.1f} |",
         "",
         f"`oar reproduce detection` (`python tools/make_detection_shapes.py DIR` writes the set, "
-        f"`oar train -c {entry.config} -o data.train.root=DIR data.eval.root=DIR data.test.root=DIR` trains, "
+        f"`oar train {launch}-c {entry.config} -o data.train.root=DIR data.eval.root=DIR data.test.root=DIR` trains, "
         f"`oar eval -c {entry.config} --checkpoint W -o data.test.root=DIR data.test.split=test` scores the test "
         f"split; `data.test.root` alone names a test folder of yours and reads every image in it, as `--test_file`).",
     ])
