@@ -12,8 +12,8 @@ extracted are skipped, so rerunning resumes an interrupted run. See
 
 ``--modality flow [--flow_args '{"bound": 1.0}']`` writes the flow descriptors of the
 same frames instead (``OUT/flow/<name>.npy``, (frames, 46); no backbone, see
-:mod:`video.data.flow_features`); run it beside an rgb extraction with the same
-``--num_frames`` and ``--size`` to get both modalities of the feature models.
+:mod:`video.data.flow_features`); ``--modality rgb flow`` writes both modalities of the
+feature models, decoding each video once.
 """
 import argparse
 import json
@@ -26,7 +26,7 @@ import framework  # noqa: E402
 import vision.models  # noqa: E402,F401  (registers the backbones)
 from framework.registry import MODELS  # noqa: E402
 from video.data.datasets import read_class_names, read_list_file  # noqa: E402
-from video.data.features import FeatureExtractor, extract_features, feature_transforms  # noqa: E402
+from video.data.features import FeatureExtractor, extract_modalities, feature_transforms  # noqa: E402
 from video.data.flow_features import FlowFeatureExtractor, flow_features_from_config  # noqa: E402
 from vision.models.weights import load_pretrained, read_weights  # noqa: E402
 from zoo.cli import run_tool  # noqa: E402
@@ -46,9 +46,9 @@ def main(argv=None):
     parser.add_argument("--num_frames", type=int, default=16, help="frames per video, spread evenly; 0 = all")
     parser.add_argument("--size", type=int, default=224, help="crop size (short side resized to size * 8/7)")
     parser.add_argument("--batch_size", type=int, default=32)
-    parser.add_argument("--modality", default="rgb",
-                        help="feature folder name (default rgb): flow makes flow descriptors, any other name the "
-                             "backbone's features")
+    parser.add_argument("--modality", nargs="+", default=["rgb"],
+                        help="feature folder names (default rgb): flow makes flow descriptors, any other name the "
+                             "backbone's features; several (e.g. rgb flow) decode each video once")
     parser.add_argument("--flow_args", type=json.loads, default={},
                         help='flow descriptor settings as JSON (with --modality flow), e.g. \'{"bound": 1.0, '
                              '"bins": 8, "min_speed": 0.3, "method": "dis"}\'')
@@ -60,13 +60,11 @@ def main(argv=None):
     names = read_class_names(args.class_names) if args.class_names else None
     entries = read_list_file(args.list, multi_label=True, class_names=names)
     root = args.root or os.path.dirname(os.path.abspath(args.list))
-    if args.modality == "flow":
-        extractor = FlowFeatureExtractor(args.size, settings=flow_features_from_config(args.flow_args))
-    else:
-        extractor = _backbone(parser, args)
-    result = extract_features(entries, root, args.out, extractor, num_frames=args.num_frames or None,
-                              modality=args.modality, list_name=os.path.basename(args.list),
-                              on_error=args.on_error, progress="videos")
+    backbone = None if set(args.modality) <= {"flow"} else _backbone(parser, args)
+    extractors = {modality: FlowFeatureExtractor(args.size, settings=flow_features_from_config(args.flow_args))
+                  if modality == "flow" else backbone for modality in args.modality}
+    result = extract_modalities(entries, root, args.out, extractors, num_frames=args.num_frames or None,
+                                list_name=os.path.basename(args.list), on_error=args.on_error, progress="videos")
     print(json.dumps(result))
 
 

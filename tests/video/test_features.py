@@ -11,9 +11,9 @@ import framework  # noqa: E402
 import vision.models  # noqa: E402,F401
 from framework.registry import MODELS  # noqa: E402
 from video.data.datasets import FrameFeatureDataset, read_list_file  # noqa: E402
-from video.data.decode import VideoDecodeError  # noqa: E402
+from video.data.decode import VideoDecodeError, VideoReader  # noqa: E402
 from video.data.features import (FeatureExtractor, FeatureFileError, dequantize, extract_features,  # noqa: E402
-                                 feature_transforms, load_features, save_features)
+                                 extract_modalities, feature_transforms, load_features, save_features)
 
 from .helpers import coded_frames, make_video  # noqa: E402
 
@@ -75,6 +75,40 @@ def test_extract_features_writes_a_resumable_feature_dataset(tmp_path):
     numpy.testing.assert_array_equal(data[0]["rgb"], first)
     with pytest.raises(VideoDecodeError, match="line 2: .*bad.mp4"):
         extract_features(entries, str(tmp_path), str(tmp_path / "other"), extractor, num_frames=2, on_error="raise")
+
+
+class _Pairs:
+    """An extractor naming frame pairs (i, i + 1), as flow does: (T, 2, H, W, 3) -> (T, 1) mean differences."""
+
+    def frame_indices(self, indices, count, path):
+        return numpy.stack([indices, numpy.minimum(indices + 1, count - 1)], axis=1)
+
+    def __call__(self, pairs):
+        return (pairs[:, 1].astype(numpy.float32) - pairs[:, 0]).mean(axis=(1, 2, 3))[:, None]
+
+
+def test_several_modalities_decode_each_video_once_and_resume_per_modality(tmp_path, monkeypatch):
+    (tmp_path / "videos").mkdir()
+    make_video(tmp_path / "videos" / "a.mp4", num=12)
+    (tmp_path / "list.txt").write_text("videos/a.mp4 1\n")
+    entries = read_list_file(tmp_path / "list.txt", multi_label=True)
+    means = lambda frames: frames.astype(numpy.float32).mean(axis=(1, 2, 3))[:, None]  # noqa: E731
+    decoded = []
+    get_frames = VideoReader.get_frames
+    monkeypatch.setattr(VideoReader, "get_frames", lambda self, idx: decoded.append(len(idx)) or get_frames(self, idx))
+    out = tmp_path / "features"
+    result = extract_modalities(entries, str(tmp_path), str(out), {"rgb": means, "pairs": _Pairs()}, num_frames=4)
+    assert result["extracted"] == 1 and len(decoded) == 1          # one decode of the frames both need
+    alone = tmp_path / "alone"
+    for modality, extractor in (("rgb", means), ("pairs", _Pairs())):
+        extract_features(entries, str(tmp_path), str(alone), extractor, num_frames=4, modality=modality)
+        numpy.testing.assert_array_equal(numpy.load(out / modality / "videos" / "a.npy"),
+                                         numpy.load(alone / modality / "videos" / "a.npy"))
+    os.remove(out / "pairs" / "videos" / "a.npy")
+    stamp = os.stat(out / "rgb" / "videos" / "a.npy").st_mtime_ns
+    again = extract_modalities(entries, str(tmp_path), str(out), {"rgb": means, "pairs": _Pairs()}, num_frames=4)
+    assert again["extracted"] == 1 and (out / "pairs" / "videos" / "a.npy").exists()
+    assert os.stat(out / "rgb" / "videos" / "a.npy").st_mtime_ns == stamp          # only the missing one
 
 
 def test_extractor_pools_feature_maps():

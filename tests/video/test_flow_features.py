@@ -189,6 +189,11 @@ def test_extract_features_tool_writes_flow_beside_rgb(videos, tmp_path):
     assert run("--model", BACKBONE["type"], "--model_args", json.dumps(backbone))["extracted"] == 1
     rgb, flow = (numpy.load(tmp_path / m / "square.npy") for m in ("rgb", "flow"))
     assert rgb.shape == (5, 8) and flow.shape == (5, flow_feature_dim(4)) == (5, 26)
+    both = tmp_path / "both"                         # one run, each video decoded once: the same two files
+    assert run("--out", str(both), "--modality", "rgb", "flow", "--flow_args", '{"bins": 4}', "--model",
+               BACKBONE["type"], "--model_args", json.dumps(backbone))["extracted"] == 1
+    numpy.testing.assert_array_equal(numpy.load(both / "rgb" / "square.npy"), rgb)
+    numpy.testing.assert_array_equal(numpy.load(both / "flow" / "square.npy"), flow)
 
 
 def test_feature_task_predicts_from_rgb_and_flow(videos):

@@ -4,7 +4,8 @@ A feature file holds one array (frames, dim): float32, or uint8 quantised as
 YouTube-8M's (dequantised on reading, see :func:`dequantize`). Files are
 written under a temporary name and renamed, so a file that exists is complete.
 
-:func:`extract_features` runs an image backbone (e.g. ``resnet18`` with
+:func:`extract_features` (one modality) and :func:`extract_modalities` (several, each video decoded once)
+run an image backbone (e.g. ``resnet18`` with
 ``num_classes=0``, whose output is the globally pooled feature) over sampled
 frames of every video of a list file and writes the feature dataset read by
 :class:`video.data.datasets.FrameFeatureDataset`: ``{out}/{modality}/{name}.npy``
@@ -29,7 +30,7 @@ from framework.serialization import atomic_write
 from framework.npyfile import load_npy
 
 __all__ = ["FeatureFileError", "dequantize", "load_features", "save_features", "FeatureExtractor",
-           "extract_features", "feature_transforms", "resolve_path", "frames_for"]
+           "extract_features", "extract_modalities", "feature_transforms", "resolve_path", "frames_for"]
 
 _REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -144,15 +145,24 @@ def _write_list(path, lines):
 
 def extract_features(entries, root, out, extractor, num_frames=None, modality="rgb", list_name="features.txt",
                      on_error="skip", progress=None):
-    """Write the features of every list entry and the feature list file; returns a dict of counts.
+    """Write the features of one modality for every list entry and the feature list file:
+    :func:`extract_modalities` with ``{modality: extractor}``; returns its counts."""
+    return extract_modalities(entries, root, out, {modality: extractor}, num_frames=num_frames, list_name=list_name,
+                              on_error=on_error, progress=progress)
+
+
+def extract_modalities(entries, root, out, extractors, num_frames=None, list_name="features.txt", on_error="skip",
+                       progress=None):
+    """Write the features of every list entry in every modality and the feature list file; returns a dict of
+    counts. Each video is opened once and each frame the extractors need decoded once (:func:`frames_for`).
 
     Args:
         entries: :class:`video.data.datasets.ListEntry` items (from
             ``read_list_file``); their paths are relative to ``root``.
         out: the output folder; features go to ``{out}/{modality}/{name}.npy``.
-        extractor: a :class:`FeatureExtractor` (or any frames -> (T, dim) callable), or an extractor
-            that names the frames it needs with ``frame_indices`` (see :func:`frames_for`), such as
-            :class:`video.data.flow_features.FlowFeatureExtractor` (modality ``flow``).
+        extractors: ``{modality: extractor}``; an extractor is a :class:`FeatureExtractor` (or any frames ->
+            (T, dim) callable), or one that names the frames it needs with ``frame_indices`` (see
+            :func:`frames_for`), such as :class:`video.data.flow_features.FlowFeatureExtractor` (``flow``).
         num_frames: frames per video, spread evenly (centres of equal parts);
             None takes every frame.
         list_name: file name of the feature list written in ``out``.
@@ -164,7 +174,8 @@ def extract_features(entries, root, out, extractor, num_frames=None, modality="r
             a terminal); a callable is called as ``progress(done, total)``
             after each video.
 
-    Returns ``{"videos", "extracted", "existing", "failed", "seconds", "list_file"}``.
+    Returns ``{"videos", "extracted", "existing", "failed", "seconds", "list_file"}``: a video counts as
+    extracted when any of its modalities was, as existing when every one was there already.
     """
     start = time.perf_counter()
     counts = {"extracted": 0, "existing": 0}
@@ -175,7 +186,7 @@ def extract_features(entries, root, out, extractor, num_frames=None, modality="r
                            unit="video")
     try:
         for done, entry in enumerate(entries, start=1):
-            _extract_one(entry, root, out, extractor, num_frames, modality, on_error, counts, failed, lines)
+            _extract_one(entry, root, out, extractors, num_frames, on_error, counts, failed, lines)
             if bar is not None:
                 bar.update(1)
             elif callable(progress):
@@ -190,12 +201,15 @@ def extract_features(entries, root, out, extractor, num_frames=None, modality="r
             "list_file": list_file}
 
 
-def _extract_one(entry, root, out, extractor, num_frames, modality, on_error, counts, failed, lines):
-    """Extract (or find) the features of one list entry, counting it and adding its feature-list line."""
+def _extract_one(entry, root, out, extractors, num_frames, on_error, counts, failed, lines):
+    """Extract (or find) the features of one list entry in every modality, counting it and adding its
+    feature-list line."""
     name = _feature_name(entry.path)
-    target = os.path.join(out, modality, name + ".npy")
+    targets = {modality: os.path.join(out, modality, name + ".npy") for modality in extractors}
+    missing = {modality: extractor for modality, extractor in extractors.items()
+               if not os.path.exists(targets[modality])}
     labels = ",".join(str(label) for label in entry.labels)
-    if os.path.exists(target):
+    if not missing:
         counts["existing"] += 1
         lines.append(f"{name} {labels}")
         return
@@ -203,13 +217,15 @@ def _extract_one(entry, root, out, extractor, num_frames, modality, on_error, co
     try:
         with VideoReader(source) as reader:
             indices = numpy.arange(len(reader)) if num_frames is None else uniform_indices(len(reader), num_frames)[0]
-            frames = frames_for({modality: extractor}, reader, indices)[modality]
+            frames = frames_for(missing, reader, indices)
     except (VideoDecodeError, OSError) as exc:
         if on_error == "raise":
             raise type(exc)(f"line {entry.line}: {exc}") from exc
         warnings.warn(f"line {entry.line}: skipping {source}: {exc}", RuntimeWarning, stacklevel=3)
         failed.append(entry.path)
         return
-    save_features(target, extractor(frames))
+    for modality, extractor in missing.items():
+        save_features(targets[modality], extractor(frames[modality]))
     counts["extracted"] += 1
     lines.append(f"{name} {labels}")
+

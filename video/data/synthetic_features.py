@@ -22,8 +22,8 @@ from framework.serialization import atomic_write
 from vision.models.weights import load_pretrained
 
 from .datasets import FrameFeatureDataset, read_list_file
-from .features import (FeatureExtractor, extract_features, feature_transforms, load_features, resolve_path,
-                       save_features)
+from .features import (FeatureExtractor, extract_features, extract_modalities, feature_transforms, load_features,
+                       resolve_path, save_features)
 from .flow_features import FlowFeatureExtractor, flow_features_from_config, mirror_flow_features
 from .synthetic import ensure_synthetic_set, spec_from_config
 from .transforms import mirror_array
@@ -66,9 +66,8 @@ def synthetic_features_folder(backbone, backbone_weights, size, num_frames, num=
         for split in ("train", "dev", "test"):
             list_name = f"multilabel_{split}.txt"
             entries = read_list_file(os.path.join(folder, list_name), multi_label=True)
-            for modality, extractor in extractors.items():
-                extract_features(entries, folder, out, extractor, num_frames=num_frames, modality=modality,
-                                 list_name=list_name, on_error="raise", progress=f"{split} videos ({modality})")
+            extract_modalities(entries, folder, out, extractors, num_frames=num_frames, list_name=list_name,
+                               on_error="raise", progress=f"{split} videos ({', '.join(extractors)})")
         with atomic_write(marker) as f:
             f.write(key + "\n")
     if mirrored:
