@@ -37,6 +37,16 @@ def test_flow_of_a_known_translation_matches_the_float64_displacement(method):
     assert numpy.median(error) < 0.15 and error.mean() < 0.3
 
 
+def test_dis_flow_does_not_depend_on_the_frame_sizes_computed_before():
+    cv2 = pytest.importorskip("cv2")
+    first, second = texture(112), texture(112, offset=SHIFT)
+    grey = [cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY) for frame in (first, second)]
+    fresh = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_ULTRAFAST).calc(*grey, None)
+    for size in (32, 40, 64, 24):                    # other videos' frames through the same thread first
+        dense_flow(texture(size), texture(size, offset=SHIFT))
+    numpy.testing.assert_array_equal(dense_flow(first, second), fresh)
+
+
 def test_quantisation_against_float64():
     flow = numpy.array([-9.0, -8.0, -1.25, 0.0, 0.03, 3.3, 8.0, 20.0], dtype=numpy.float64)
     expected = numpy.rint((numpy.clip(flow, -8, 8) + 8) * 255 / 16)

@@ -57,12 +57,18 @@ class FlowSettings:
 _local = threading.local()
 
 
-def _dis():
-    """This thread's DIS flow object (creating one costs more than a small frame's flow)."""
-    if getattr(_local, "dis", None) is None:
+def _dis(shape):
+    """This thread's DIS flow object for frames of ``shape`` (creating one costs more than a small frame's
+    flow). One per frame size: an OpenCV DIS object that has computed the flow of frames of another size
+    gives a different flow (by up to a pixel) than a new one, so a shared one made the flow of a video
+    depend on what the process had computed before."""
+    objects = getattr(_local, "dis", None)
+    if objects is None:
+        objects = _local.dis = {}
+    if shape not in objects:
         cv2 = require_cv2()
-        _local.dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_ULTRAFAST)
-    return _local.dis
+        objects[shape] = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_ULTRAFAST)
+    return objects[shape]
 
 
 def _gray(frame):
@@ -77,7 +83,7 @@ def dense_flow(prev, next, method="dis"):
         raise ConfigError(f"flow method must be one of {METHODS}, got {method!r}")
     a, b = _gray(prev), _gray(next)
     if method == "dis":
-        return _dis().calc(a, b, None)
+        return _dis(a.shape).calc(a, b, None)
     cv2 = require_cv2()
     return cv2.calcOpticalFlowFarneback(a, b, None, pyr_scale=0.5, levels=3, winsize=15, iterations=3,
                                         poly_n=5, poly_sigma=1.2, flags=0)
