@@ -203,7 +203,9 @@ def _run_one(entry, options, catalog_path, results_path):
     outcome = _procedure(entry)(entry, options)
     minutes = (time.time() - start) / 60
     today = datetime.date.today().isoformat()
-    updated = entry.replace(**_measured(outcome), date=today, reproduce_minutes=round(minutes, 1))
+    # an evaluation of earlier runs (--from_runs) keeps the card's time: it did not reproduce the training
+    took = entry.reproduce_minutes if getattr(options, "from_runs", None) else round(minutes, 1)
+    updated = entry.replace(**_measured(outcome), date=today, reproduce_minutes=took)
     write_card(updated, catalog_path)
     table, others = cards(catalog_path), []
     for name, measured in (outcome.get("models") or {}).items():

@@ -78,3 +78,19 @@ def test_a_folder_of_weights_without_a_training_log_has_no_minutes(tmp_path):
     best, _, minutes = train_checkpoint({}, "tsm_synth", options, from_run=str(tmp_path))
     assert best == str(tmp_path / "best.npz") and minutes is None and logged_train_minutes(str(tmp_path)) is None
     assert backbone_table({"shape_acc": 0.9, "train_minutes": None}).endswith("– min.")
+
+
+def test_scoring_earlier_runs_keeps_the_cards_reproduce_time(tmp_path, monkeypatch):
+    import shutil
+    import zoo.reproduce as reproduce_module
+    from zoo.catalog import CATALOG_PATH, card
+    catalog, results = tmp_path / "catalog.yaml", tmp_path / "RESULTS.md"
+    shutil.copyfile(CATALOG_PATH, catalog)
+    results.write_text("")
+    entry = card("tsm_synth")
+    monkeypatch.setattr(reproduce_module, "_procedure",
+                        lambda e: lambda e, o: {"metrics": dict(e.metrics), "results_text": "scored"})
+    for from_runs, expected in ((str(tmp_path), entry.reproduce_minutes), (None, 0.0)):
+        options = ReproduceOptions("video", output_root=str(tmp_path / "runs"), quiet=True, from_runs=from_runs)
+        [updated] = reproduce_module._run_one(entry, options, str(catalog), str(results))
+        assert updated.reproduce_minutes == expected
