@@ -228,4 +228,3 @@ def _extract_one(entry, root, out, extractors, num_frames, on_error, counts, fai
         save_features(targets[modality], extractor(frames[modality]))
     counts["extracted"] += 1
     lines.append(f"{name} {labels}")
-

@@ -59,16 +59,14 @@ _local = threading.local()
 
 def _dis(shape):
     """This thread's DIS flow object for frames of ``shape`` (creating one costs more than a small frame's
-    flow). One per frame size: an OpenCV DIS object that has computed the flow of frames of another size
-    gives a different flow (by up to a pixel) than a new one, so a shared one made the flow of a video
-    depend on what the process had computed before."""
-    objects = getattr(_local, "dis", None)
-    if objects is None:
-        objects = _local.dis = {}
-    if shape not in objects:
+    flow), made again when the frame size changes: an OpenCV DIS object that has computed the flow of frames
+    of another size gives a different flow (by up to a pixel) than a new one, so a kept one made the flow of
+    a video depend on what the process had computed before. One object per thread, whatever the sizes seen."""
+    if getattr(_local, "dis_shape", None) != shape:
         cv2 = require_cv2()
-        objects[shape] = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_ULTRAFAST)
-    return objects[shape]
+        _local.dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_ULTRAFAST)
+        _local.dis_shape = shape
+    return _local.dis
 
 
 def _gray(frame):

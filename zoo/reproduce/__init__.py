@@ -127,7 +127,8 @@ def train_checkpoint(cfg, name, options, from_run=None, nproc=1):
     else:
         output_dir, start = os.path.join(options.output_root, name), time.time()
         if nproc > 1:
-            summary = _train_distributed(cfg, name, options, output_dir, nproc)
+            _train_distributed(cfg, name, options, output_dir, nproc)
+            summary = None
         else:
             _, summary = runner.train(cfg, output_dir=output_dir, device=options.device, progress=not options.quiet)
         minutes = (time.time() - start) / 60
@@ -135,8 +136,8 @@ def train_checkpoint(cfg, name, options, from_run=None, nproc=1):
 
 
 def _train_distributed(cfg, name, options, output_dir, nproc):
-    """Train ``cfg`` on ``nproc`` processes through ``oar train --nproc``; None (the summary stays in
-    the run's files)."""
+    """Train ``cfg`` on ``nproc`` processes through ``oar train --nproc`` (the summary stays in the run's
+    files)."""
     config_path = os.path.join(options.output_root, f"{name}.yaml")
     dump_config(cfg, config_path)
     argv = ["-c", config_path, "--output_dir", output_dir, "--device", options.device, "--nproc", str(nproc)]
@@ -144,7 +145,6 @@ def _train_distributed(cfg, name, options, output_dir, nproc):
     if status != 0:
         raise DistributedError(f"training {name} on {nproc} processes failed (exit status {status}); "
                                f"its run directory is {output_dir}")
-    return None
 
 
 def train_and_measure(entry, options, extra_overrides=(), cfg=None, from_run=None):
