@@ -3,9 +3,9 @@ packed positions of a padded batch."""
 import numpy
 
 from .. import backend
+from ..kernels.scatter import scatter_add_rows
 from ..random import rng_for
 from ..tensor import Function, Tensor, OpError
-from .utils import scatter_add_rows
 
 __all__ = ["dropout", "embedding", "hashed_ngrams", "one_hot", "packed_positions", "sequence_mask"]
 
@@ -33,7 +33,7 @@ class Embedding(Function):
 
     def backward(self, gy):
         ids, shape = self.saved
-        gw = scatter_add_rows(self.xp, shape, ids.reshape(-1), gy.reshape(-1, shape[1]))
+        gw = scatter_add_rows(shape, ids.reshape(-1), gy.reshape(-1, shape[1]))
         if self.padding_idx is not None:
             gw[self.padding_idx] = 0
         return None, gw

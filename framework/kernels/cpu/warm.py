@@ -77,13 +77,20 @@ def _batch_norm(dtype):
     return ["batch_statistics", "normalize_channels", "gradient_sums", "input_grad_channels"]
 
 
+def _scatter(dtype):
+    from . import scatter
+    scatter.scatter_add_columns(numpy.array([1, 0, 1], dtype=numpy.int64), numpy.ones((3, 2), dtype=dtype), 0, 2,
+                                numpy.zeros((2, 2), dtype=dtype))
+    return ["scatter_add_columns"]
+
+
 def warmup(progress=None):
     """See :func:`framework.kernels.cpu.warmup`."""
     began = time.perf_counter()
     from . import compiler
     names = []
     for dtype in (numpy.float32, numpy.float64):
-        for family in (_recurrent, _crf, _depthwise, _affine, _batch_norm):
+        for family in (_recurrent, _crf, _depthwise, _affine, _batch_norm, _scatter):
             done = [f"{name}[{numpy.dtype(dtype).name}]" for name in family(dtype)]
             names += done
             if progress is not None:

@@ -268,6 +268,35 @@ def test_depthwise_conv_gradcheck_through_compiled_kernel():
     gradcheck(lambda a, b: F.conv2d(a, b, stride=2, padding=1, groups=3), [x, w])
 
 
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_embedding_weight_grad_matches_numpy_kernel(monkeypatch, dtype, threads):
+    """The compiled scatter-add (an embedding's weight gradient) against NumPy's ``add.at``: repeated ids, the
+    padding row zeroed, columns split over any thread count."""
+    from framework import threadpool
+    rng = numpy.random.default_rng(12)
+    ids = rng.integers(0, 9, size=(7, 30))
+    ids[0, :10] = 3                                                          # one id many times
+    weight = rng.standard_normal((9, 66)).astype(dtype)
+    upstream = rng.standard_normal((7, 30, 66)).astype(dtype)
+
+    def grad():
+        w = to_tensor(weight, requires_grad=True)
+        (F.embedding(to_tensor(ids), w, padding_idx=0) * to_tensor(upstream)).sum().backward()
+        return [w.grad.numpy()]
+    previous = threadpool.num_threads()
+    threadpool.set_num_threads(threads)
+    try:
+        compiled, reference = _both(monkeypatch, grad)
+    finally:
+        threadpool.set_num_threads(previous)
+    expected = numpy.zeros_like(weight)
+    numpy.add.at(expected, ids.reshape(-1), upstream.reshape(-1, 66))
+    expected[0] = 0
+    _close(compiled, reference, dtype)
+    _close(compiled, [expected], dtype)
+
+
 def _crf_inputs(rng, lengths, k, dtype, scale=1.0):
     n, t = len(lengths), max(lengths)
     emissions = (rng.standard_normal((n, t, k)) * scale).astype(dtype)
