@@ -20,10 +20,10 @@ neither does it where the process sets glibc's malloc itself: through ``MALLOC_M
 :data:`OPENBLAS_THREAD_TIMEOUT`, set at import unless the environment sets it). After a threaded GEMM,
 OpenBLAS's worker threads spin waiting for the next one for 2^28 cycles (about 0.1 s) by default, and a
 spinning worker takes a core from oar's own threads: the two directions of a Senta BiLSTM's backward pass,
-each on its own thread, took 29 ms after a threaded GEMM against 14 ms after a pause. At 2^20 cycles (well
-under a millisecond) the workers still spin between the step GEMMs of a recurrence but sleep soon after a
-layer's GEMM (2^4, the least OpenBLAS takes, made every step GEMM wake them and the one-direction LSTM step
-slower). OpenBLAS reads the variable when it loads, so this holds where NumPy is imported after oar: the
+each on its own thread, took 29 ms after a threaded GEMM against 14 ms after a pause. At 2^20 cycles (about
+3 ms of spinning here, against 0.1 s) the workers still spin between back-to-back GEMMs but sleep soon after
+a layer's; of the whole Senta train steps on two threads measured at 2^4, 2^14, 2^20 and 2^28, 2^20 was the
+fastest or tied. OpenBLAS reads the variable when it loads, so this holds where NumPy is imported after oar: the
 ``oar`` command, the processes it starts, a script that imports oar first.
 """
 import ctypes

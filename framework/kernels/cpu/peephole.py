@@ -10,33 +10,34 @@ the layer's output, the recurrent product of the running rows is one :func:`~.co
 import numpy
 
 from .compiler import gemm, kernel, sigmoid, tanh
-from .recurrent import each_run, contiguous, placeholder
+from .recurrent import contiguous, each_part, placeholder, row_parts
 
 __all__ = ["peephole_lstm_forward_run", "peephole_lstm_forward"]
 
 
 @kernel()
-def peephole_lstm_forward_run(x, bias, peep, lengths, order, active, w, h0, c0, reverse, hidden, col, last_h,
-                              last_c, save, hidden_out, cells_out, gates_out, act_out, s):
-    """One run. x (N, T, 4D), bias (4D,), peep (3, D), lengths/order (N,), active (T,), w (D, 4D), h0/c0 (N, D)
-    batch order; writes hidden[:, :, col:col+D], last_h/last_c (N, D), and with ``save`` run ``s`` of
-    hidden_out/cells_out (T+1, S, N, D), gates_out (T, S, N, 4D), act_out (T, S, N, D) (row order)."""
-    n_rows, d = order.shape[0], w.shape[0]
+def peephole_lstm_forward_run(x, bias, peep, lengths, order, active, first, stop, w, h0, c0, reverse, hidden, col,
+                              last_h, last_c, save, hidden_out, cells_out, gates_out, act_out, s):
+    """Rows [first, stop) of the row order of one run. x (N, T, 4D), bias (4D,), peep (3, D), lengths/order (N,),
+    active (T,), w (D, 4D), h0/c0 (N, D) batch order; writes those rows of hidden[:, :, col:col+D] and
+    last_h/last_c (N, D), and with ``save`` of run ``s`` of hidden_out/cells_out (T+1, S, N, D), gates_out
+    (T, S, N, 4D), act_out (T, S, N, D) (row order)."""
+    n_rows, d = stop - first, w.shape[0]
     h = numpy.empty((n_rows, d), dtype=x.dtype)
     cs = numpy.empty((n_rows, d), dtype=x.dtype)
     tc = numpy.empty(d, dtype=x.dtype)
     for i in range(n_rows):
-        h[i] = h0[order[i]]
-        cs[i] = c0[order[i]]
+        h[i] = h0[order[first + i]]
+        cs[i] = c0[order[first + i]]
     a = numpy.empty((n_rows, 4 * d), dtype=x.dtype)
     w_ic, w_fc, w_oc = peep[0], peep[1], peep[2]
     for t in range(active.shape[0]):
-        m = active[t]
-        if m == 0:
+        m = min(active[t], stop) - first                    # this part's rows still running
+        if m <= 0:
             break
         gemm(m, h, w, False, 0, a)                         # a[:m] = h_prev @ W
         for i in range(m):
-            n = order[i]
+            n = order[first + i]
             p = lengths[n] - 1 - t if reverse else t
             xr, ai, hi, ci = x[n, p], a[i], h[i], cs[i]
             # zero-based views, one stage a loop: see framework.kernels.cpu.recurrent
@@ -61,17 +62,18 @@ def peephole_lstm_forward_run(x, bias, peep, lengths, order, active, w, h0, c0, 
             for j in range(d):
                 out[j] = hi[j]
             if save:
-                saved_tc, saved_h, saved_c = act_out[t, s, i], hidden_out[t + 1, s, i], cells_out[t + 1, s, i]
+                r = first + i
+                saved_tc, saved_h, saved_c = act_out[t, s, r], hidden_out[t + 1, s, r], cells_out[t + 1, s, r]
                 for j in range(d):
                     saved_tc[j] = tc[j]
                     saved_h[j] = hi[j]
                     saved_c[j] = ci[j]
-                saved_gates = gates_out[t, s, i]
+                saved_gates = gates_out[t, s, r]
                 for j in range(4 * d):
                     saved_gates[j] = ai[j]
     for i in range(n_rows):
-        last_h[order[i]] = h[i]
-        last_c[order[i]] = cs[i]
+        last_h[order[first + i]] = h[i]
+        last_c[order[first + i]] = cs[i]
 
 
 def peephole_lstm_forward(xs, biases, weights, h0s, c0s, lengths, reverses, order, active, save):
@@ -102,11 +104,11 @@ def peephole_lstm_forward(xs, biases, weights, h0s, c0s, lengths, reverses, orde
         hidden_s = cells = gates = act_c = placeholder(dtype)
     lengths = contiguous(numpy.asarray(lengths, dtype=numpy.int64))
 
-    def one(s):
+    def one(s, first, stop):
         bias = contiguous(biases[s]).reshape(-1)
         peephole_lstm_forward_run(contiguous(xs[s]), contiguous(bias[:4 * d]), contiguous(bias[4 * d:].reshape(3, d)),
-                                  lengths, order, active, contiguous(weights[s]), contiguous(h0s[s]),
+                                  lengths, order, active, first, stop, contiguous(weights[s]), contiguous(h0s[s]),
                                   contiguous(c0s[s]), bool(reverses[s]), hidden, s * d, last_h[s], last_c[s],
                                   bool(save), hidden_s, cells, gates, act_c, s)
-    each_run(one, runs)
+    each_part(one, runs, row_parts(lengths[order], runs))
     return hidden, last_h, last_c, ((hidden_s, cells, gates, act_c) if save else None)

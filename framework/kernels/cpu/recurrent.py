@@ -30,30 +30,34 @@ import numpy
 
 from .compiler import gemm, kernel, one_blas_thread, sigmoid, tanh
 
-__all__ = ["gru_forward_run", "gru_backward_run", "lstm_forward_run", "lstm_backward_run"]
+__all__ = ["gru_forward_run", "gru_backward_run", "lstm_forward_run", "lstm_backward_run", "MIN_PART_ROWS"]
+
+#: a run's rows are cut into parts over the threads only down to this many rows a part
+MIN_PART_ROWS = 8
 
 
 @kernel()
-def gru_forward_run(x, bias, lengths, order, active, w_ur, w_c, h0, reverse, origin_mode, hidden, col, last,
-                    save, states, ur_out, c_out, rh_out, s):
-    """One GRU run. x (N, T, 3D) projected input, bias (3D,) (bias_hh), lengths/order (N,) int64, active (T,)
-    int64, w_ur (D, 2D), w_c (D, D), h0 (N, D) batch order; writes hidden[:, :, col:col+D] (N, T, W) and
-    last (N, D) (batch order), and with ``save`` run ``s`` of states/ur_out/c_out/rh_out (row order)."""
-    n_rows, d = order.shape[0], w_c.shape[0]
+def gru_forward_run(x, bias, lengths, order, active, first, stop, w_ur, w_c, h0, reverse, origin_mode, hidden, col,
+                    last, save, states, ur_out, c_out, rh_out, s):
+    """Rows [first, stop) of the row order of one GRU run. x (N, T, 3D) projected input, bias (3D,) (bias_hh),
+    lengths/order (N,) int64, active (T,) int64, w_ur (D, 2D), w_c (D, D), h0 (N, D) batch order; writes those
+    rows of hidden[:, :, col:col+D] (N, T, W) and last (N, D) (batch order), and with ``save`` of run ``s`` of
+    states/ur_out/c_out/rh_out (row order)."""
+    n_rows, d = stop - first, w_c.shape[0]
     h = numpy.empty((n_rows, d), dtype=x.dtype)
     for i in range(n_rows):
-        h[i] = h0[order[i]]
+        h[i] = h0[order[first + i]]
     a = numpy.empty((n_rows, 2 * d), dtype=x.dtype)
     rh = numpy.empty((n_rows, d), dtype=x.dtype)
     ac = numpy.empty((n_rows, d), dtype=x.dtype)
     bias_c = bias[2 * d:]
     for t in range(active.shape[0]):
-        m = active[t]
-        if m == 0:
+        m = min(active[t], stop) - first                    # this part's rows still running
+        if m <= 0:
             break
         gemm(m, h, w_ur, False, 0, a)                      # a[:m] = h_prev @ W_ur
         for i in range(m):
-            n = order[i]
+            n = order[first + i]
             p = lengths[n] - 1 - t if reverse else t
             xr, ai, hi, rhi = x[n, p], a[i], h[i], rh[i]
             r = ai[d:]
@@ -63,7 +67,7 @@ def gru_forward_run(x, bias, lengths, order, active, w_ur, w_c, h0, reverse, ori
                 rhi[j] = r[j] * hi[j]
         gemm(m, rh, w_c, False, 0, ac)                     # ac[:m] = (r * h_prev) @ W_c
         for i in range(m):
-            n = order[i]
+            n = order[first + i]
             p = lengths[n] - 1 - t if reverse else t
             xc, ai, hi, aci = x[n, p, 2 * d:], a[i], h[i], ac[i]
             for j in range(d):
@@ -78,8 +82,9 @@ def gru_forward_run(x, bias, lengths, order, active, w_ur, w_c, h0, reverse, ori
             for j in range(d):
                 out[j] = hi[j]
             if save:
-                saved_h, saved_c, saved_rh, saved_ur = states[t + 1, s, i], c_out[t, s, i], rh_out[t, s, i], \
-                    ur_out[t, s, i]
+                r = first + i
+                saved_h, saved_c, saved_rh, saved_ur = states[t + 1, s, r], c_out[t, s, r], rh_out[t, s, r], \
+                    ur_out[t, s, r]
                 for j in range(d):
                     saved_h[j] = hi[j]
                     saved_c[j] = aci[j]
@@ -87,24 +92,26 @@ def gru_forward_run(x, bias, lengths, order, active, w_ur, w_c, h0, reverse, ori
                 for j in range(2 * d):
                     saved_ur[j] = ai[j]
     for i in range(n_rows):
-        last[order[i]] = h[i]
+        last[order[first + i]] = h[i]
 
 
 @kernel()
-def gru_backward_run(states, ur, c, active, w_ur, w_c, grad_states, origin_mode, grad_ur, grad_c, grad_h, s):
-    """BPTT of run ``s``: states, ur, c as saved (row order), w_ur (D, 2D), w_c (D, D), grad_states (T, S, N, D);
-    writes grad_ur (T, S, N, 2D) and grad_c (T, S, N, D) on active rows, and turns grad_h (N, D) from dL/d(last
-    states) into dL/dh0 (all row order)."""
+def gru_backward_run(states, ur, c, active, first, stop, w_ur, w_c, grad_states, origin_mode, grad_ur, grad_c,
+                     grad_h, s):
+    """BPTT of rows [first, stop) of run ``s``: states, ur, c as saved (row order), w_ur (D, 2D), w_c (D, D),
+    grad_states (T, S, N, D); writes grad_ur (T, S, N, 2D) and grad_c (T, S, N, D) on those rows while active,
+    and turns their rows of grad_h (N, D) from dL/d(last states) into dL/dh0 (all row order)."""
     d = w_c.shape[0]
-    n_rows = grad_h.shape[0]
-    grh = numpy.empty((n_rows, d), dtype=grad_h.dtype)
+    grh = numpy.empty((stop - first, d), dtype=grad_h.dtype)
+    part_h = grad_h[first:stop]
     for t in range(active.shape[0] - 1, -1, -1):
-        m = active[t]
-        if m == 0:
+        m = min(active[t], stop) - first
+        if m <= 0:
             continue
         for i in range(m):
-            gh, gs, u, cc, hp = grad_h[i], grad_states[t, s, i], ur[t, s, i], c[t, s, i], states[t, s, i]
-            gu, gc = grad_ur[t, s, i], grad_c[t, s, i]
+            r = first + i
+            gh, gs, u, cc, hp = part_h[i], grad_states[t, s, r], ur[t, s, r], c[t, s, r], states[t, s, r]
+            gu, gc = grad_ur[t, s, r], grad_c[t, s, r]
             for j in range(d):
                 g = gh[j] + gs[j]
                 du = u[j] * (1 - u[j])
@@ -117,37 +124,39 @@ def gru_backward_run(states, ur, c, active, w_ur, w_c, grad_states, origin_mode,
                     gu[j] = g * (cc[j] - hp[j]) * du
                     gc[j] = g * u[j] * dc
                     gh[j] = g * (1 - u[j])
-        gemm(m, grad_c[t, s], w_c, True, 0, grh)          # dL/d(r * h_prev)
+        gemm(m, grad_c[t, s, first:stop], w_c, True, 0, grh)          # dL/d(r * h_prev)
         for i in range(m):
-            r, gr, hp, gh, g = ur[t, s, i, d:], grad_ur[t, s, i, d:], states[t, s, i], grad_h[i], grh[i]
+            r = first + i
+            reset, gr, hp, gh, g = ur[t, s, r, d:], grad_ur[t, s, r, d:], states[t, s, r], part_h[i], grh[i]
             for j in range(d):
-                gr[j] = g[j] * hp[j] * r[j] * (1 - r[j])
-                gh[j] += g[j] * r[j]
-        gemm(m, grad_ur[t, s], w_ur, True, 1, grad_h)     # += d[u | r] @ W_ur^T
+                gr[j] = g[j] * hp[j] * reset[j] * (1 - reset[j])
+                gh[j] += g[j] * reset[j]
+        gemm(m, grad_ur[t, s, first:stop], w_ur, True, 1, part_h)     # += d[u | r] @ W_ur^T
 
 
 @kernel()
-def lstm_forward_run(x, bias, lengths, order, active, w, h0, c0, reverse, hidden, col, last_h, last_c,
+def lstm_forward_run(x, bias, lengths, order, active, first, stop, w, h0, c0, reverse, hidden, col, last_h, last_c,
                      save, hidden_out, cells_out, gates_out, tanh_out, s):
-    """One LSTM run. x (N, T, 4D), bias (4D,), lengths/order (N,), active (T,), w (D, 4D), h0/c0 (N, D) batch
-    order; writes hidden[:, :, col:col+D], last_h/last_c (N, D), and with ``save`` run ``s`` of
-    hidden_out/cells_out (T+1, S, N, D), gates_out (T, S, N, 4D), tanh_out (T, S, N, D) (row order)."""
-    n_rows, d = order.shape[0], w.shape[0]
+    """Rows [first, stop) of the row order of one LSTM run. x (N, T, 4D), bias (4D,), lengths/order (N,), active
+    (T,), w (D, 4D), h0/c0 (N, D) batch order; writes those rows of hidden[:, :, col:col+D] and last_h/last_c
+    (N, D), and with ``save`` of run ``s`` of hidden_out/cells_out (T+1, S, N, D), gates_out (T, S, N, 4D),
+    tanh_out (T, S, N, D) (row order)."""
+    n_rows, d = stop - first, w.shape[0]
     h = numpy.empty((n_rows, d), dtype=x.dtype)
     cs = numpy.empty((n_rows, d), dtype=x.dtype)
     tc = numpy.empty(d, dtype=x.dtype)
     for i in range(n_rows):
-        h[i] = h0[order[i]]
-        cs[i] = c0[order[i]]
+        h[i] = h0[order[first + i]]
+        cs[i] = c0[order[first + i]]
     a = numpy.empty((n_rows, 4 * d), dtype=x.dtype)
     bias_gates = bias[d:]
     for t in range(active.shape[0]):
-        m = active[t]
-        if m == 0:
+        m = min(active[t], stop) - first                    # this part's rows still running
+        if m <= 0:
             break
         gemm(m, h, w, False, 0, a)                         # a[:m] = h_prev @ W
         for i in range(m):
-            n = order[i]
+            n = order[first + i]
             p = lengths[n] - 1 - t if reverse else t
             xr, ai, hi, ci = x[n, p], a[i], h[i], cs[i]
             # One simple loop per stage over zero-based views: an index such as ai[d + j] may be negative to
@@ -168,35 +177,38 @@ def lstm_forward_run(x, bias, lengths, order, active, w, h0, c0, reverse, hidden
             for j in range(d):
                 out[j] = hi[j]
             if save:
-                saved_tc, saved_h, saved_c = tanh_out[t, s, i], hidden_out[t + 1, s, i], cells_out[t + 1, s, i]
+                r = first + i
+                saved_tc, saved_h, saved_c = tanh_out[t, s, r], hidden_out[t + 1, s, r], cells_out[t + 1, s, r]
                 for j in range(d):
                     saved_tc[j] = tc[j]
                     saved_h[j] = hi[j]
                     saved_c[j] = ci[j]
-                saved_gates = gates_out[t, s, i]
+                saved_gates = gates_out[t, s, r]
                 for j in range(4 * d):
                     saved_gates[j] = ai[j]
     for i in range(n_rows):
-        last_h[order[i]] = h[i]
-        last_c[order[i]] = cs[i]
+        last_h[order[first + i]] = h[i]
+        last_c[order[first + i]] = cs[i]
 
 
 @kernel()
-def lstm_backward_run(cells, gates, tanh_c, active, w, grad_states, grad_x, grad_h, grad_c, s):
-    """BPTT of run ``s``: cells (T+1, S, N, D), gates (T, S, N, 4D), tanh_c (T, S, N, D) as saved, w (D, 4D),
-    grad_states (T, S, N, D); writes grad_x (T, S, N, 4D) on active rows and turns grad_h, grad_c (N, D) from
-    dL/d(last states) into dL/d(h0, c0) (row order)."""
+def lstm_backward_run(cells, gates, tanh_c, active, first, stop, w, grad_states, grad_x, grad_h, grad_c, s):
+    """BPTT of rows [first, stop) of run ``s``: cells (T+1, S, N, D), gates (T, S, N, 4D), tanh_c (T, S, N, D) as
+    saved, w (D, 4D), grad_states (T, S, N, D); writes grad_x (T, S, N, 4D) on those rows while active and turns
+    their rows of grad_h, grad_c (N, D) from dL/d(last states) into dL/d(h0, c0) (row order)."""
     d = w.shape[0]
     gh = numpy.empty(d, dtype=grad_h.dtype)
+    part_h = grad_h[first:stop]
     for t in range(active.shape[0] - 1, -1, -1):
-        m = active[t]
-        if m == 0:
+        m = min(active[t], stop) - first
+        if m <= 0:
             continue
         for i in range(m):
-            g, gx, tc, cp = gates[t, s, i], grad_x[t, s, i], tanh_c[t, s, i], cells[t, s, i]
+            r = first + i
+            g, gx, tc, cp = gates[t, s, r], grad_x[t, s, r], tanh_c[t, s, r], cells[t, s, r]
             ig, fg, og = g[d:2 * d], g[2 * d:3 * d], g[3 * d:]
             gx_i, gx_f, gx_o = gx[d:2 * d], gx[2 * d:3 * d], gx[3 * d:]
-            hi, ci, gs = grad_h[i], grad_c[i], grad_states[t, s, i]
+            hi, ci, gs = part_h[i], grad_c[r], grad_states[t, s, r]
             for j in range(d):
                 gh[j] = hi[j] + gs[j]
             for j in range(d):
@@ -208,7 +220,7 @@ def lstm_backward_run(cells, gates, tanh_c, active, w, grad_states, grad_x, grad
             for j in range(d):
                 gx_f[j] = ci[j] * fg[j] * (1 - fg[j]) * cp[j]
                 ci[j] *= fg[j]
-        gemm(m, grad_x[t, s], w, True, 0, grad_h)          # dL/dh_prev = gates' grads @ W^T
+        gemm(m, grad_x[t, s, first:stop], w, True, 0, part_h)          # dL/dh_prev = gates' grads @ W^T
 
 
 # ---- callers ----------------------------------------------------------------------------------------------------
@@ -225,21 +237,44 @@ def active_counts(lengths, num_steps):
     return (len(lengths) - numpy.cumsum(ends)).astype(numpy.int64)
 
 
-def each_run(fn, runs):
-    """fn(s) for every run s, the runs spread over the CPU threads (one direction each) when there are several;
-    then each thread's BLAS GEMMs run on one thread (:func:`one_blas_thread`). The calling thread sets that
-    before the runs start and restores it after they all end: where the BLAS keeps the setting for the whole
-    process (OpenBLAS's pthreads build does), threads that each set and restored it would race, and could
-    leave every later GEMM of the process on one thread. A single run stays on the calling thread, its step
-    GEMMs on every core (docs/ARCHITECTURE.md says why its rows are not split over the threads)."""
+def row_parts(sorted_lengths, runs):
+    """The row ranges [(first, stop), ...] of the row order that each of ``runs`` runs is cut into: one per thread
+    left to a run (``OAR_NUM_THREADS // runs``), each of about equal steps and at least :data:`MIN_PART_ROWS`
+    rows; [(0, N)] on one thread. sorted_lengths (N,): the rows' lengths in row order (decreasing)."""
     from ... import threadpool
-    if runs > 1 and threadpool.num_threads() > 1:
+    n = len(sorted_lengths)
+    parts = min(threadpool.num_threads() // runs, n // MIN_PART_ROWS)
+    if parts <= 1:
+        return [(0, n)]
+    steps = numpy.cumsum(sorted_lengths)
+    cuts = numpy.searchsorted(steps, steps[-1] * numpy.arange(1, parts) / parts, side="right")
+    bounds = sorted({0, n, *cuts.tolist()})
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
+def each_part(fn, runs, parts):
+    """fn(s, first, stop) for every run s and row range (first, stop) of ``parts``, spread over the CPU threads
+    when there are several; then each thread's BLAS GEMMs run on one thread (:func:`one_blas_thread`). The
+    calling thread sets that before the parts start and restores it after they all end: where the BLAS keeps
+    the setting for the whole process (OpenBLAS's pthreads build does), threads that each set and restored it
+    would race, and could leave every later GEMM of the process on one thread. A single part stays on the
+    calling thread, its step GEMMs on every core."""
+    from ... import threadpool
+    items = [(s, first, stop) for s in range(runs) for first, stop in parts]
+    if len(items) > 1 and threadpool.num_threads() > 1:
         one_blas_thread(lambda: threadpool.run_chunks(
-            lambda start, stop: one_blas_thread(lambda: [fn(s) for s in range(start, stop)]), runs,
+            lambda start, stop: one_blas_thread(lambda: [fn(*items[k]) for k in range(start, stop)]), len(items),
             elements_per_index=threadpool.MIN_CHUNK_ELEMENTS))
     else:
-        for s in range(runs):
-            fn(s)
+        for item in items:
+            fn(*item)
+
+
+def _backward_parts(active, runs):
+    """:func:`row_parts` for a backward pass, which has the active counts rather than the lengths: row i of the
+    row order runs the steps t with active[t] > i (rows never active need no part)."""
+    n = int(active[0]) if len(active) else 0
+    return row_parts((active[None, :] > numpy.arange(n)[:, None]).sum(axis=1), runs)
 
 
 def placeholder(dtype):
@@ -279,13 +314,13 @@ def gru_forward(xs, biases, weights, h0s, lengths, reverses, origin_mode, order,
         states = ur = c = reset_h = placeholder(dtype)
     lengths = contiguous(numpy.asarray(lengths, dtype=numpy.int64))
 
-    def one(s):
+    def one(s, first, stop):
         flat = contiguous(weights[s]).reshape(-1)
-        gru_forward_run(contiguous(xs[s]), contiguous(biases[s]).reshape(-1), lengths,
-                        order, active, flat[:2 * d * d].reshape(d, 2 * d), flat[2 * d * d:].reshape(d, d),
+        gru_forward_run(contiguous(xs[s]), contiguous(biases[s]).reshape(-1), lengths, order, active, first, stop,
+                        flat[:2 * d * d].reshape(d, 2 * d), flat[2 * d * d:].reshape(d, d),
                         contiguous(h0s[s]), bool(reverses[s]), bool(origin_mode), hidden, s * d,
                         last[s], bool(save), states, ur, c, reset_h, s)
-    each_run(one, runs)
+    each_part(one, runs, row_parts(lengths[order], runs))
     return hidden, last, ((states, ur, c, reset_h) if save else None)
 
 
@@ -298,10 +333,10 @@ def gru_backward(states, ur, c, reset_h, active, w_ur, w_c, grad_states, grad_la
     grad_states = contiguous(grad_states)
     active = numpy.asarray(active, dtype=numpy.int64)
 
-    def one(s):
-        gru_backward_run(states, ur, c, active, contiguous(w_ur[s]), contiguous(w_c[s]),
+    def one(s, first, stop):
+        gru_backward_run(states, ur, c, active, first, stop, contiguous(w_ur[s]), contiguous(w_c[s]),
                          grad_states, bool(origin_mode), grad_ur, grad_c, grad_h[s], s)
-    each_run(one, runs)
+    each_part(one, runs, _backward_parts(active, runs))
     grad_w_ur = _over_time(states[:-1], grad_ur)
     grad_w_c = _over_time(reset_h, grad_c)
     return grad_ur, grad_c, grad_w_ur, grad_w_c, grad_h
@@ -341,12 +376,11 @@ def lstm_forward(xs, biases, weights, h0s, c0s, lengths, reverses, order, active
         hidden_s = cells = gates = tanh_c = placeholder(dtype)
     lengths = contiguous(numpy.asarray(lengths, dtype=numpy.int64))
 
-    def one(s):
-        lstm_forward_run(contiguous(xs[s]), contiguous(biases[s]).reshape(-1), lengths,
-                         order, active, contiguous(weights[s]), contiguous(h0s[s]),
-                         contiguous(c0s[s]), bool(reverses[s]), hidden, s * d, last_h[s], last_c[s],
-                         bool(save), hidden_s, cells, gates, tanh_c, s)
-    each_run(one, runs)
+    def one(s, first, stop):
+        lstm_forward_run(contiguous(xs[s]), contiguous(biases[s]).reshape(-1), lengths, order, active, first, stop,
+                         contiguous(weights[s]), contiguous(h0s[s]), contiguous(c0s[s]), bool(reverses[s]), hidden,
+                         s * d, last_h[s], last_c[s], bool(save), hidden_s, cells, gates, tanh_c, s)
+    each_part(one, runs, row_parts(lengths[order], runs))
     return hidden, last_h, last_c, ((hidden_s, cells, gates, tanh_c) if save else None)
 
 
@@ -359,8 +393,8 @@ def lstm_backward(hidden, cells, gates, tanh_c, active, w, grad_states, grad_las
     grad_states = contiguous(grad_states)
     active = numpy.asarray(active, dtype=numpy.int64)
 
-    def one(s):
-        lstm_backward_run(cells, gates, tanh_c, active, contiguous(w[s]), grad_states, grad_x,
+    def one(s, first, stop):
+        lstm_backward_run(cells, gates, tanh_c, active, first, stop, contiguous(w[s]), grad_states, grad_x,
                           grad_h[s], grad_c[s], s)
-    each_run(one, runs)
+    each_part(one, runs, _backward_parts(active, runs))
     return grad_x, _over_time(hidden[:-1], grad_x), grad_h, grad_c

@@ -109,6 +109,25 @@ def threads():
     framework.threadpool.set_num_threads(before)
 
 
+@pytest.mark.parametrize("thread_count", [2, 3, 4])
+@pytest.mark.parametrize("op", ["gru", "lstm", "bigru", "bilstm", "peephole"])
+def test_rows_cut_into_parts_over_the_threads_match_numpy_kernel(monkeypatch, threads, op, thread_count):
+    """With more threads than directions a run's rows are cut into parts (at least 8 rows each, of about equal
+    steps), each part on its own thread: outputs, last states and every gradient equal the NumPy kernels', on a
+    ragged batch with empty and length-1 rows, both directions."""
+    from framework.kernels.cpu.recurrent import row_parts
+    threads(thread_count)
+    lengths = [11, 0, 3, 1, 11, 7, 2, 9, 5, 11, 1, 4, 8, 6, 10, 3, 0, 2, 11, 9, 7, 5, 3, 1, 6, 8, 4, 2, 10, 1, 5, 9]
+    runs = 2 if op.startswith("bi") else 1
+    assert len(row_parts(numpy.sort(lengths)[::-1], runs)) == min(thread_count // runs, len(lengths) // 8)
+    gates = 3 if "gru" in op else 4
+    arrays, lens = _recurrent_inputs(numpy.random.default_rng(13), lengths, gates, numpy.float32, runs=runs)
+    name, options = (("lstm", {"use_peepholes": True}) if op == "peephole" else (op, {}))
+    if op == "peephole":
+        arrays[2] = numpy.random.default_rng(14).uniform(-0.3, 0.3, (1, 7 * D)).astype(numpy.float32)
+    _close(*_both(monkeypatch, lambda: _run_with_grads(name, arrays, lens, **options)), numpy.float32)
+
+
 def test_blas_threads_restored_after_parallel_runs(threads):
     """The directions run on two threads with their GEMMs on one BLAS thread each; afterwards the BLAS has its
     thread count back (a race between the threads' own restores once left it at 1 for the whole process)."""
