@@ -24,6 +24,7 @@ import numpy
 from .. import backend
 from ..kernels import recurrence
 from ..kernels.peephole_lstm import ACTIVATIONS
+from ..kernels.providers import matmul
 from ..kernels.recurrence import DEFAULT_LSTM_ACTIVATIONS
 from ..tensor import Function, Tensor, OpError
 from .utils import check_float
@@ -95,7 +96,7 @@ class SequenceLinear(Function):
             self.positions = xp.flatnonzero(xp.arange(num_steps)[None, :] < self.lengths[:, None])
             rows = rows.take(self.positions, axis=0)                                 # (M, C)
         self.saved = rows, weight
-        y = rows @ weight
+        y = matmul(rows, weight)
         y += bias
         if self.positions is None:
             return y.reshape(n, num_steps, -1)
@@ -111,14 +112,14 @@ class SequenceLinear(Function):
             g = g.take(self.positions, axis=0)                                       # (M, F)
         gx = None
         if self.needs_input_grad[0]:
-            gx_rows = g @ weight.T
+            gx_rows = matmul(g, weight.T)
             if self.positions is None:
                 gx = gx_rows.reshape(n, num_steps, -1)
             else:
                 gx = self.xp.zeros((n * num_steps, weight.shape[0]), dtype=gy.dtype)
                 gx[self.positions] = gx_rows
                 gx = gx.reshape(n, num_steps, -1)
-        return gx, rows.T @ g, g.sum(axis=0)
+        return gx, matmul(rows.T, g), g.sum(axis=0)
 
 
 def sequence_linear(x, lengths, weight, bias):

@@ -28,6 +28,7 @@ All arrays are C-contiguous; float32 or float64 (each compiled once per dtype).
 """
 import numpy
 
+from ..providers import matmul
 from .compiler import gemm, kernel, one_blas_thread, sigmoid, tanh
 
 __all__ = ["gru_forward_run", "gru_backward_run", "lstm_forward_run", "lstm_backward_run", "MIN_PART_ROWS"]
@@ -343,11 +344,13 @@ def gru_backward(states, ur, c, reset_h, active, w_ur, w_c, grad_states, grad_la
 
 
 def _over_time(a, b):
-    """sum over steps and rows of a^T b per run: a (T, S, N, F), b (T, S, N, G) -> (S, F, G), one GEMM per run."""
-    num_steps, runs, n = a.shape[:3]
+    """sum over steps and rows of a^T b per run: a (T, S, N, F), b (T, S, N, G) -> (S, F, G), one GEMM per run
+    (the GEMM provider's when one is active)."""
+    runs = a.shape[1]
     if runs == 1:
-        return (a.reshape(-1, a.shape[-1]).T @ b.reshape(-1, b.shape[-1]))[None]
-    return numpy.stack([a[:, s].reshape(-1, a.shape[-1]).T @ b[:, s].reshape(-1, b.shape[-1]) for s in range(runs)])
+        return matmul(a.reshape(-1, a.shape[-1]).T, b.reshape(-1, b.shape[-1]))[None]
+    return numpy.stack([matmul(a[:, s].reshape(-1, a.shape[-1]).T, b[:, s].reshape(-1, b.shape[-1]))
+                        for s in range(runs)])
 
 
 def lstm_forward(xs, biases, weights, h0s, c0s, lengths, reverses, order, active, save):
