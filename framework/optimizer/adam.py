@@ -1,10 +1,8 @@
 """Adam and AdamW (Paddle's formulas, bias-corrected)."""
-import math
 import numbers
 
-import numpy
-
-from .. import backend, threadpool
+from .. import backend
+from ..kernels.adam import adam_update
 from .optimizer import Optimizer
 
 __all__ = ["Adam", "AdamW"]
@@ -52,41 +50,12 @@ class Adam(Optimizer):
         state["step"] += 1
         settings = lr, group["beta1"], group["beta2"], group["epsilon"], state["step"], xp
         if not (group["lazy_mode"] and grad.ndim):
-            _adam_in_place(param.data, state["moment1"], state["moment2"], grad, *settings)
+            adam_update(param.data, state["moment1"], state["moment2"], grad, *settings)
             return
         rows = xp.flatnonzero(xp.any(grad.reshape(grad.shape[0], -1) != 0, axis=1))
         p, m, v = param.data[rows], state["moment1"][rows], state["moment2"][rows]
-        _adam_in_place(p, m, v, grad[rows], *settings)
+        adam_update(p, m, v, grad[rows], *settings)
         param.data[rows], state["moment1"][rows], state["moment2"][rows] = p, m, v
-
-
-def _adam_in_place(p, m, v, g, lr, beta1, beta2, epsilon, t, xp):
-    """Adam update number ``t`` of the arrays ``p`` (parameter), ``m``, ``v`` (moments), in place.
-
-    On NumPy the update runs over flat chunks on the threads (:mod:`framework.threadpool`): it is elementwise,
-    so the result is the same bit for bit.
-    """
-    if xp is numpy and p.size >= 2 * threadpool.MIN_CHUNK_ELEMENTS and all(
-            a.flags.c_contiguous for a in (p, m, v)):
-        flat = [a.reshape(-1) for a in (p, m, v, g)]
-        threadpool.run_chunks(lambda lo, hi: _adam_chunk(*(a[lo:hi] for a in flat), lr, beta1, beta2, epsilon, t,
-                                                       xp), p.size)
-        return
-    _adam_chunk(p, m, v, g, lr, beta1, beta2, epsilon, t, xp)
-
-
-def _adam_chunk(p, m, v, g, lr, beta1, beta2, epsilon, t, xp):
-    """The Adam update of :func:`_adam_in_place` on one block of the arrays."""
-    correction = math.sqrt(1 - beta2 ** t)
-    m *= beta1
-    m += (1 - beta1) * g
-    v *= beta2
-    v += (1 - beta2) * (g * g)
-    step = xp.sqrt(v)
-    step += epsilon * correction
-    xp.divide(m, step, out=step)
-    step *= lr * correction / (1 - beta1 ** t)
-    p -= step
 
 
 class AdamW(Adam):

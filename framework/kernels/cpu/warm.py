@@ -84,13 +84,20 @@ def _scatter(dtype):
     return ["scatter_add_columns"]
 
 
+def _adam(dtype):
+    from . import adam
+    p, m, v, g = (numpy.ones(3, dtype=dtype) for _ in range(4))
+    adam.adam_elements(p, m, v, g, 0, 3, *(dtype(value) for value in (0.9, 0.999, 1e-8, 1e-3)))
+    return ["adam_elements"]
+
+
 def warmup(progress=None):
     """See :func:`framework.kernels.cpu.warmup`."""
     began = time.perf_counter()
     from . import compiler
     names = []
     for dtype in (numpy.float32, numpy.float64):
-        for family in (_recurrent, _crf, _depthwise, _affine, _batch_norm, _scatter):
+        for family in (_recurrent, _crf, _depthwise, _affine, _batch_norm, _scatter, _adam):
             done = [f"{name}[{numpy.dtype(dtype).name}]" for name in family(dtype)]
             names += done
             if progress is not None:
