@@ -10,7 +10,7 @@ the layer's output, the recurrent product of the running rows is one :func:`~.co
 import numpy
 
 from .compiler import gemm, kernel, sigmoid, tanh
-from .recurrent import contiguous, each_part, placeholder, row_parts
+from .recurrent import contiguous, each_part, placeholder, row_parts, written_while_active
 
 __all__ = ["peephole_lstm_forward_run", "peephole_lstm_forward"]
 
@@ -74,6 +74,12 @@ def peephole_lstm_forward_run(x, bias, peep, lengths, order, active, first, stop
     for i in range(n_rows):
         last_h[order[first + i]] = h[i]
         last_c[order[first + i]] = cs[i]
+    for i in range(n_rows):                                # the output is 0 past each row's length
+        n = order[first + i]
+        for p in range(lengths[n], hidden.shape[1]):
+            out = hidden[n, p, col:col + d]
+            for j in range(d):
+                out[j] = 0
 
 
 def peephole_lstm_forward(xs, biases, weights, h0s, c0s, lengths, reverses, order, active, save):
@@ -90,16 +96,16 @@ def peephole_lstm_forward(xs, biases, weights, h0s, c0s, lengths, reverses, orde
     n, num_steps, width = xs[0].shape
     d = width // 4
     dtype = xs[0].dtype
-    hidden = numpy.zeros((n, num_steps, runs * d), dtype=dtype)
+    hidden = numpy.empty((n, num_steps, runs * d), dtype=dtype)               # the kernels write all of it
     last_h = numpy.empty((runs, n, d), dtype=dtype)
     last_c = numpy.empty((runs, n, d), dtype=dtype)
     if save:
-        hidden_s = numpy.zeros((num_steps + 1, runs, n, d), dtype=dtype)
-        cells = numpy.zeros((num_steps + 1, runs, n, d), dtype=dtype)
+        hidden_s = written_while_active((num_steps + 1, runs, n, d), active, dtype, first=1)
+        cells = written_while_active((num_steps + 1, runs, n, d), active, dtype, first=1)
         for s in range(runs):
             hidden_s[0, s], cells[0, s] = h0s[s][order], c0s[s][order]
-        gates = numpy.zeros((num_steps, runs, n, 4 * d), dtype=dtype)
-        act_c = numpy.zeros((num_steps, runs, n, d), dtype=dtype)
+        gates = written_while_active((num_steps, runs, n, 4 * d), active, dtype)
+        act_c = written_while_active((num_steps, runs, n, d), active, dtype)
     else:
         hidden_s = cells = gates = act_c = placeholder(dtype)
     lengths = contiguous(numpy.asarray(lengths, dtype=numpy.int64))

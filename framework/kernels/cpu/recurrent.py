@@ -94,6 +94,12 @@ def gru_forward_run(x, bias, lengths, order, active, first, stop, w_ur, w_c, h0,
                     saved_ur[j] = ai[j]
     for i in range(n_rows):
         last[order[first + i]] = h[i]
+    for i in range(n_rows):                                # the output is 0 past each row's length
+        n = order[first + i]
+        for p in range(lengths[n], hidden.shape[1]):
+            out = hidden[n, p, col:col + d]
+            for j in range(d):
+                out[j] = 0
 
 
 @kernel()
@@ -190,6 +196,12 @@ def lstm_forward_run(x, bias, lengths, order, active, first, stop, w, h0, c0, re
     for i in range(n_rows):
         last_h[order[first + i]] = h[i]
         last_c[order[first + i]] = cs[i]
+    for i in range(n_rows):                                # the output is 0 past each row's length
+        n = order[first + i]
+        for p in range(lengths[n], hidden.shape[1]):
+            out = hidden[n, p, col:col + d]
+            for j in range(d):
+                out[j] = 0
 
 
 @kernel()
@@ -278,6 +290,17 @@ def _backward_parts(active, runs):
     return row_parts((active[None, :] > numpy.arange(n)[:, None]).sum(axis=1), runs)
 
 
+def written_while_active(shape, active, dtype, first=0):
+    """A time-major array (T', S, N, F) for the kernels to write on the rows running at each step: uninitialised
+    there, 0 elsewhere (at [first + t] the rows from active[t] on, and all of [:first]), so nothing reads garbage
+    on a padded row, and a full batch costs no zero-filling pass. active (T,) int64."""
+    a = numpy.empty(shape, dtype=dtype)
+    a[:first] = 0
+    for t in numpy.flatnonzero(numpy.asarray(active) < shape[2]):
+        a[first + t, :, active[t]:] = 0
+    return a
+
+
 def placeholder(dtype):
     """A (1, 1, 1, 1) array of ``dtype`` standing for the saved arrays a forward without ``save`` never writes."""
     return numpy.zeros((1, 1, 1, 1), dtype=dtype)
@@ -302,15 +325,15 @@ def gru_forward(xs, biases, weights, h0s, lengths, reverses, origin_mode, order,
     n, num_steps, width = xs[0].shape
     d = width // 3
     dtype = xs[0].dtype
-    hidden = numpy.zeros((n, num_steps, runs * d), dtype=dtype)
+    hidden = numpy.empty((n, num_steps, runs * d), dtype=dtype)               # the kernels write all of it
     last = numpy.empty((runs, n, d), dtype=dtype)
     if save:
-        states = numpy.zeros((num_steps + 1, runs, n, d), dtype=dtype)
+        states = written_while_active((num_steps + 1, runs, n, d), active, dtype, first=1)
         for s in range(runs):
             states[0, s] = h0s[s][order]
-        ur = numpy.zeros((num_steps, runs, n, 2 * d), dtype=dtype)
-        c = numpy.zeros((num_steps, runs, n, d), dtype=dtype)
-        reset_h = numpy.zeros((num_steps, runs, n, d), dtype=dtype)
+        ur = written_while_active((num_steps, runs, n, 2 * d), active, dtype)
+        c = written_while_active((num_steps, runs, n, d), active, dtype)
+        reset_h = written_while_active((num_steps, runs, n, d), active, dtype)
     else:
         states = ur = c = reset_h = placeholder(dtype)
     lengths = contiguous(numpy.asarray(lengths, dtype=numpy.int64))
@@ -328,11 +351,11 @@ def gru_forward(xs, biases, weights, h0s, lengths, reverses, origin_mode, order,
 def gru_backward(states, ur, c, reset_h, active, w_ur, w_c, grad_states, grad_last, origin_mode=False):
     """:func:`framework.kernels.gru.gru_backward`, compiled: same arguments (row order), same results."""
     num_steps, runs, n, d = c.shape
-    grad_ur = numpy.zeros(ur.shape, dtype=ur.dtype)
-    grad_c = numpy.zeros(c.shape, dtype=c.dtype)
+    active = numpy.asarray(active, dtype=numpy.int64)
+    grad_ur = written_while_active(ur.shape, active, ur.dtype)
+    grad_c = written_while_active(c.shape, active, c.dtype)
     grad_h = numpy.array(grad_last, dtype=c.dtype, order="C")
     grad_states = contiguous(grad_states)
-    active = numpy.asarray(active, dtype=numpy.int64)
 
     def one(s, first, stop):
         gru_backward_run(states, ur, c, active, first, stop, contiguous(w_ur[s]), contiguous(w_c[s]),
@@ -365,16 +388,16 @@ def lstm_forward(xs, biases, weights, h0s, c0s, lengths, reverses, order, active
     n, num_steps, width = xs[0].shape
     d = width // 4
     dtype = xs[0].dtype
-    hidden = numpy.zeros((n, num_steps, runs * d), dtype=dtype)
+    hidden = numpy.empty((n, num_steps, runs * d), dtype=dtype)               # the kernels write all of it
     last_h = numpy.empty((runs, n, d), dtype=dtype)
     last_c = numpy.empty((runs, n, d), dtype=dtype)
     if save:
-        hidden_s = numpy.zeros((num_steps + 1, runs, n, d), dtype=dtype)
-        cells = numpy.zeros((num_steps + 1, runs, n, d), dtype=dtype)
+        hidden_s = written_while_active((num_steps + 1, runs, n, d), active, dtype, first=1)
+        cells = written_while_active((num_steps + 1, runs, n, d), active, dtype, first=1)
         for s in range(runs):
             hidden_s[0, s], cells[0, s] = h0s[s][order], c0s[s][order]
-        gates = numpy.zeros((num_steps, runs, n, 4 * d), dtype=dtype)
-        tanh_c = numpy.zeros((num_steps, runs, n, d), dtype=dtype)
+        gates = written_while_active((num_steps, runs, n, 4 * d), active, dtype)
+        tanh_c = written_while_active((num_steps, runs, n, d), active, dtype)
     else:
         hidden_s = cells = gates = tanh_c = placeholder(dtype)
     lengths = contiguous(numpy.asarray(lengths, dtype=numpy.int64))
@@ -390,11 +413,11 @@ def lstm_forward(xs, biases, weights, h0s, c0s, lengths, reverses, order, active
 def lstm_backward(hidden, cells, gates, tanh_c, active, w, grad_states, grad_last_h, grad_last_c):
     """:func:`framework.kernels.lstm.lstm_backward`, compiled: same arguments (row order), same results."""
     num_steps, runs, n, width = gates.shape
-    grad_x = numpy.zeros(gates.shape, dtype=gates.dtype)
+    active = numpy.asarray(active, dtype=numpy.int64)
+    grad_x = written_while_active(gates.shape, active, gates.dtype)
     grad_h = numpy.array(grad_last_h, dtype=gates.dtype, order="C")
     grad_c = numpy.array(grad_last_c, dtype=gates.dtype, order="C")
     grad_states = contiguous(grad_states)
-    active = numpy.asarray(active, dtype=numpy.int64)
 
     def one(s, first, stop):
         lstm_backward_run(cells, gates, tanh_c, active, first, stop, contiguous(w[s]), grad_states, grad_x,
