@@ -14,7 +14,9 @@ is installed:
   of :class:`~framework.kernels.runs.SortedRuns`.
 
 Either backward follows either forward (they save the same arrays), so the choice is made again at
-backward time. A forward without ``save`` (inference) keeps nothing on the compiled path.
+backward time. A forward without ``save`` (inference) keeps nothing on the compiled path. The compiled backward
+reads the output's gradient and writes the inputs' gradients batch-major itself, at each row's own positions,
+and sums the bias gradients as it goes; the loops gather through :class:`~framework.kernels.runs.SortedRuns`.
 """
 import numpy
 
@@ -90,15 +92,18 @@ def gru_backward(saved, grad_hidden, grad_last):
     S x (D, 3D) weights, S biases (each its own shape), S x (N, D) initial states."""
     seq, states, ur, c, reset_h, w_ur, w_c, bias_shapes, origin_mode = saved
     xp, runs, d = backend.get_array_module(states), len(bias_shapes), w_c.shape[-1]
-    grad_states = seq.to_runs([grad_hidden[..., s * d:(s + 1) * d] for s in range(runs)])
-    kernel = gru_loop
+    grad_last = seq.sort_rows(xp.stack(grad_last))
     if _compiled(xp):
-        from .cpu import recurrent as kernel
-    grad_ur, grad_c, grad_w_ur, grad_w_c, grad_h0 = kernel.gru_backward(
-        states, ur, c, reset_h, seq.active, w_ur, w_c, grad_states, seq.sort_rows(xp.stack(grad_last)), origin_mode)
-    grad_xs = [xp.concatenate([a, b], axis=-1) for a, b in zip(seq.from_runs(grad_ur), seq.from_runs(grad_c))]
+        from .cpu import recurrent
+        grad_xs, grad_w_ur, grad_w_c, grad_biases, grad_h0 = recurrent.gru_backward(
+            states, ur, c, reset_h, w_ur, w_c, seq, grad_hidden, grad_last, origin_mode)
+    else:
+        grad_states = seq.to_runs([grad_hidden[..., s * d:(s + 1) * d] for s in range(runs)])
+        grad_ur, grad_c, grad_w_ur, grad_w_c, grad_h0 = gru_loop.gru_backward(
+            states, ur, c, reset_h, seq.active, w_ur, w_c, grad_states, grad_last, origin_mode)
+        grad_xs = [xp.concatenate([a, b], axis=-1) for a, b in zip(seq.from_runs(grad_ur), seq.from_runs(grad_c))]
+        grad_biases = xp.concatenate([grad_ur.sum(axis=(0, 2)), grad_c.sum(axis=(0, 2))], axis=-1)   # (S, 3D)
     grad_weights = xp.concatenate([grad_w_ur.reshape(runs, -1), grad_w_c.reshape(runs, -1)], axis=1)
-    grad_biases = xp.concatenate([grad_ur.sum(axis=(0, 2)), grad_c.sum(axis=(0, 2))], axis=-1)   # (S, 3D)
     return (*grad_xs, *grad_weights.reshape(runs, d, 3 * d),
             *(g.reshape(shape) for g, shape in zip(grad_biases, bias_shapes)), *seq.unsort_rows(grad_h0))
 
@@ -152,20 +157,22 @@ def lstm_backward(saved, grad_hidden, grad_last):
     initial hidden states, S x (N, D) initial cells."""
     seq, hidden, cells, gates, act_c, weight, peep, bias_shapes, peepholes, activations = saved
     xp, runs, d = backend.get_array_module(gates), len(bias_shapes), weight.shape[1]
-    grad_states = seq.to_runs([grad_hidden[..., s * d:(s + 1) * d] for s in range(runs)])
     grad_last_h, grad_last_c = seq.sort_rows(xp.stack(grad_last[:runs])), seq.sort_rows(xp.stack(grad_last[runs:]))
-    if peep is not None:
-        grad_x, grad_w, grad_peep, grad_h0, grad_c0 = peephole_loop.peephole_lstm_backward(
-            hidden, cells, gates, act_c, seq.active, weight, peep, grad_states, grad_last_h, grad_last_c,
-            activations)
+    if peep is None and _compiled(xp):
+        from .cpu import recurrent
+        grad_xs, grad_w, grad_biases, grad_h0, grad_c0 = recurrent.lstm_backward(
+            hidden, cells, gates, act_c, weight, seq, grad_hidden, grad_last_h, grad_last_c)
     else:
-        kernel = lstm_loop
-        if _compiled(xp):
-            from .cpu import recurrent as kernel
-        grad_x, grad_w, grad_h0, grad_c0 = kernel.lstm_backward(hidden, cells, gates, act_c, seq.active, weight,
-                                                                grad_states, grad_last_h, grad_last_c)
-    grad_biases = grad_x.sum(axis=(0, 2))                                            # (S, 4D)
-    if peepholes:
-        grad_biases = xp.concatenate([grad_biases, grad_peep.reshape(runs, -1)], axis=1)   # (S, 7D)
-    return (*seq.from_runs(grad_x), *grad_w, *(g.reshape(shape) for g, shape in zip(grad_biases, bias_shapes)),
+        grad_states = seq.to_runs([grad_hidden[..., s * d:(s + 1) * d] for s in range(runs)])
+        if peep is not None:
+            grad_x, grad_w, grad_peep, grad_h0, grad_c0 = peephole_loop.peephole_lstm_backward(
+                hidden, cells, gates, act_c, seq.active, weight, peep, grad_states, grad_last_h, grad_last_c,
+                activations)
+        else:
+            grad_x, grad_w, grad_h0, grad_c0 = lstm_loop.lstm_backward(hidden, cells, gates, act_c, seq.active,
+                                                                       weight, grad_states, grad_last_h, grad_last_c)
+        grad_xs, grad_biases = seq.from_runs(grad_x), grad_x.sum(axis=(0, 2))         # (S, 4D)
+        if peepholes:
+            grad_biases = xp.concatenate([grad_biases, grad_peep.reshape(runs, -1)], axis=1)   # (S, 7D)
+    return (*grad_xs, *grad_w, *(g.reshape(shape) for g, shape in zip(grad_biases, bias_shapes)),
             *seq.unsort_rows(grad_h0), *seq.unsort_rows(grad_c0))

@@ -56,6 +56,7 @@ class SortedRuns:
         self.rank[self.order] = xp.arange(len(lengths))
         host = numpy.asarray(backend.to_device(lengths, "cpu"))
         self.active = (host[None, :] > numpy.arange(num_steps)[:, None]).sum(axis=1).tolist()
+        self.reverses = tuple(bool(reverse) for reverse in reverses)
         self.index = [time_index(lengths, num_steps, reverse) for reverse in reverses]
 
     def to_runs(self, arrays, columns=slice(None)):

@@ -38,6 +38,17 @@ MIN_PART_ROWS = 8
 
 
 @kernel()
+def _zero_past_lengths(a, lengths, order, first, stop):
+    """Inside a kernel: a[n, lengths[n]:] = 0 for the rows n = order[first:stop] of a batch-major (N, T, F)."""
+    for r in range(first, stop):
+        n = order[r]
+        for p in range(lengths[n], a.shape[1]):
+            row = a[n, p]
+            for j in range(row.shape[0]):
+                row[j] = 0
+
+
+@kernel()
 def gru_forward_run(x, bias, lengths, order, active, first, stop, w_ur, w_c, h0, reverse, origin_mode, hidden, col,
                     last, save, states, ur_out, c_out, rh_out, s):
     """Rows [first, stop) of the row order of one GRU run. x (N, T, 3D) projected input, bias (3D,) (bias_hh),
@@ -103,11 +114,14 @@ def gru_forward_run(x, bias, lengths, order, active, first, stop, w_ur, w_c, h0,
 
 
 @kernel()
-def gru_backward_run(states, ur, c, active, first, stop, w_ur, w_c, grad_states, origin_mode, grad_ur, grad_c,
-                     grad_h, s):
-    """BPTT of rows [first, stop) of run ``s``: states, ur, c as saved (row order), w_ur (D, 2D), w_c (D, D),
-    grad_states (T, S, N, D); writes grad_ur (T, S, N, 2D) and grad_c (T, S, N, D) on those rows while active,
-    and turns their rows of grad_h (N, D) from dL/d(last states) into dL/dh0 (all row order)."""
+def gru_backward_run(states, ur, c, active, first, stop, w_ur, w_c, grad_hidden, col, lengths, order, reverse,
+                     origin_mode, grad_ur, grad_c, grad_x, bias_sum, grad_h, s):
+    """BPTT of rows [first, stop) of run ``s``: states, ur, c as saved (row order), w_ur (D, 2D), w_c (D, D); reads
+    the output gradient batch-major, grad_hidden[:, :, col:col+D] (N, T, W), at each row's own positions
+    (lengths/order (N,) int64, ``reverse`` as the forward); writes grad_ur (T, S, N, 2D) and grad_c (T, S, N, D)
+    on those rows while active (row order, for the weight gradients), the same [u | r | c] gradients into
+    grad_x (N, T, 3D) batch-major (0 past each length), adds their sum over rows and steps into bias_sum (3D,)
+    float64, and turns the rows' grad_h (N, D) from dL/d(last states) into dL/dh0 (row order)."""
     d = w_c.shape[0]
     grh = numpy.empty((stop - first, d), dtype=grad_h.dtype)
     part_h = grad_h[first:stop]
@@ -117,7 +131,9 @@ def gru_backward_run(states, ur, c, active, first, stop, w_ur, w_c, grad_states,
             continue
         for i in range(m):
             r = first + i
-            gh, gs, u, cc, hp = part_h[i], grad_states[t, s, r], ur[t, s, r], c[t, s, r], states[t, s, r]
+            n = order[r]
+            p = lengths[n] - 1 - t if reverse else t
+            gh, gs, u, cc, hp = part_h[i], grad_hidden[n, p, col:col + d], ur[t, s, r], c[t, s, r], states[t, s, r]
             gu, gc = grad_ur[t, s, r], grad_c[t, s, r]
             for j in range(d):
                 g = gh[j] + gs[j]
@@ -138,7 +154,17 @@ def gru_backward_run(states, ur, c, active, first, stop, w_ur, w_c, grad_states,
             for j in range(d):
                 gr[j] = g[j] * hp[j] * reset[j] * (1 - reset[j])
                 gh[j] += g[j] * reset[j]
+            n = order[r]
+            out, g_ur, g_c = grad_x[n, lengths[n] - 1 - t if reverse else t], grad_ur[t, s, r], grad_c[t, s, r]
+            out_c, bias_c = out[2 * d:], bias_sum[2 * d:]
+            for j in range(2 * d):
+                out[j] = g_ur[j]
+                bias_sum[j] += g_ur[j]
+            for j in range(d):
+                out_c[j] = g_c[j]
+                bias_c[j] += g_c[j]
         gemm(m, grad_ur[t, s, first:stop], w_ur, True, 1, part_h)     # += d[u | r] @ W_ur^T
+    _zero_past_lengths(grad_x, lengths, order, first, stop)
 
 
 @kernel()
@@ -205,10 +231,14 @@ def lstm_forward_run(x, bias, lengths, order, active, first, stop, w, h0, c0, re
 
 
 @kernel()
-def lstm_backward_run(cells, gates, tanh_c, active, first, stop, w, grad_states, grad_x, grad_h, grad_c, s):
+def lstm_backward_run(cells, gates, tanh_c, active, first, stop, w, grad_hidden, col, lengths, order, reverse,
+                      grad_gates, grad_x, bias_sum, grad_h, grad_c, s):
     """BPTT of rows [first, stop) of run ``s``: cells (T+1, S, N, D), gates (T, S, N, 4D), tanh_c (T, S, N, D) as
-    saved, w (D, 4D), grad_states (T, S, N, D); writes grad_x (T, S, N, 4D) on those rows while active and turns
-    their rows of grad_h, grad_c (N, D) from dL/d(last states) into dL/d(h0, c0) (row order)."""
+    saved, w (D, 4D); reads the output gradient batch-major, grad_hidden[:, :, col:col+D] (N, T, W), at each
+    row's own positions (lengths/order (N,) int64, ``reverse`` as the forward); writes the gate gradients into
+    grad_gates (T, S, N, 4D) on those rows while active (row order, for the weight gradient) and into grad_x
+    (N, T, 4D) batch-major (0 past each length), adds their sum over rows and steps into bias_sum (4D,) float64,
+    and turns the rows' grad_h, grad_c (N, D) from dL/d(last states) into dL/d(h0, c0) (row order)."""
     d = w.shape[0]
     gh = numpy.empty(d, dtype=grad_h.dtype)
     part_h = grad_h[first:stop]
@@ -218,10 +248,12 @@ def lstm_backward_run(cells, gates, tanh_c, active, first, stop, w, grad_states,
             continue
         for i in range(m):
             r = first + i
-            g, gx, tc, cp = gates[t, s, r], grad_x[t, s, r], tanh_c[t, s, r], cells[t, s, r]
+            n = order[r]
+            p = lengths[n] - 1 - t if reverse else t
+            g, gx, tc, cp = gates[t, s, r], grad_gates[t, s, r], tanh_c[t, s, r], cells[t, s, r]
             ig, fg, og = g[d:2 * d], g[2 * d:3 * d], g[3 * d:]
             gx_i, gx_f, gx_o = gx[d:2 * d], gx[2 * d:3 * d], gx[3 * d:]
-            hi, ci, gs = part_h[i], grad_c[r], grad_states[t, s, r]
+            hi, ci, gs = part_h[i], grad_c[r], grad_hidden[n, p, col:col + d]
             for j in range(d):
                 gh[j] = hi[j] + gs[j]
             for j in range(d):
@@ -233,7 +265,12 @@ def lstm_backward_run(cells, gates, tanh_c, active, first, stop, w, grad_states,
             for j in range(d):
                 gx_f[j] = ci[j] * fg[j] * (1 - fg[j]) * cp[j]
                 ci[j] *= fg[j]
-        gemm(m, grad_x[t, s, first:stop], w, True, 0, part_h)          # dL/dh_prev = gates' grads @ W^T
+            out = grad_x[n, p]
+            for j in range(4 * d):
+                out[j] = gx[j]
+                bias_sum[j] += gx[j]
+        gemm(m, grad_gates[t, s, first:stop], w, True, 0, part_h)          # dL/dh_prev = gates' grads @ W^T
+    _zero_past_lengths(grad_x, lengths, order, first, stop)
 
 
 # ---- callers ----------------------------------------------------------------------------------------------------
@@ -281,13 +318,6 @@ def each_part(fn, runs, parts):
     else:
         for item in items:
             fn(*item)
-
-
-def _backward_parts(active, runs):
-    """:func:`row_parts` for a backward pass, which has the active counts rather than the lengths: row i of the
-    row order runs the steps t with active[t] > i (rows never active need no part)."""
-    n = int(active[0]) if len(active) else 0
-    return row_parts((active[None, :] > numpy.arange(n)[:, None]).sum(axis=1), runs)
 
 
 def written_while_active(shape, active, dtype, first=0):
@@ -348,22 +378,36 @@ def gru_forward(xs, biases, weights, h0s, lengths, reverses, origin_mode, order,
     return hidden, last, ((states, ur, c, reset_h) if save else None)
 
 
-def gru_backward(states, ur, c, reset_h, active, w_ur, w_c, grad_states, grad_last, origin_mode=False):
-    """:func:`framework.kernels.gru.gru_backward`, compiled: same arguments (row order), same results."""
+def gru_backward(states, ur, c, reset_h, w_ur, w_c, seq, grad_hidden, grad_last, origin_mode=False):
+    """BPTT of the runs of :func:`gru_forward`: states, ur, c, reset_h as it saved them (row order), w_ur (S, D, 2D),
+    w_c (S, D, D), seq the forward's :class:`~framework.kernels.runs.SortedRuns` (its lengths, row order and
+    directions), grad_hidden (N, T, S*D) the output's gradient (batch-major), grad_last (S, N, D) the last
+    states' (row order). Returns (grad_xs: S arrays (N, T, 3D) batch-major, grad_w_ur (S, D, 2D), grad_w_c
+    (S, D, D), grad_biases (S, 3D), grad_h0 (S, N, D) row order)."""
     num_steps, runs, n, d = c.shape
-    active = numpy.asarray(active, dtype=numpy.int64)
+    active = numpy.asarray(seq.active, dtype=numpy.int64)
     grad_ur = written_while_active(ur.shape, active, ur.dtype)
     grad_c = written_while_active(c.shape, active, c.dtype)
     grad_h = numpy.array(grad_last, dtype=c.dtype, order="C")
-    grad_states = contiguous(grad_states)
+    grad_hidden, lengths, order, parts = _batch_major_inputs(grad_hidden, seq, runs)
+    grad_xs = [numpy.empty((n, num_steps, 3 * d), dtype=c.dtype) for _ in range(runs)]
+    bias_sums = numpy.zeros((runs, len(parts), 3 * d))
 
     def one(s, first, stop):
-        gru_backward_run(states, ur, c, active, first, stop, contiguous(w_ur[s]), contiguous(w_c[s]),
-                         grad_states, bool(origin_mode), grad_ur, grad_c, grad_h[s], s)
-    each_part(one, runs, _backward_parts(active, runs))
-    grad_w_ur = _over_time(states[:-1], grad_ur)
-    grad_w_c = _over_time(reset_h, grad_c)
-    return grad_ur, grad_c, grad_w_ur, grad_w_c, grad_h
+        gru_backward_run(states, ur, c, active, first, stop, contiguous(w_ur[s]), contiguous(w_c[s]), grad_hidden,
+                         s * d, lengths, order, bool(seq.reverses[s]), bool(origin_mode), grad_ur, grad_c, grad_xs[s],
+                         bias_sums[s, parts.index((first, stop))], grad_h[s], s)
+    each_part(one, runs, parts)
+    return (grad_xs, _over_time(states[:-1], grad_ur), _over_time(reset_h, grad_c),
+            bias_sums.sum(axis=1).astype(c.dtype), grad_h)
+
+
+def _batch_major_inputs(grad_hidden, seq, runs):
+    """What a compiled backward reads besides the saved arrays: the output gradient C-contiguous, the lengths and
+    row order as int64 arrays, and the row parts (:func:`row_parts`, over every row)."""
+    lengths = contiguous(numpy.asarray(seq.lengths, dtype=numpy.int64))
+    order = contiguous(numpy.asarray(seq.order, dtype=numpy.int64))
+    return contiguous(grad_hidden), lengths, order, row_parts(lengths[order], runs)
 
 
 def _over_time(a, b):
@@ -410,17 +454,25 @@ def lstm_forward(xs, biases, weights, h0s, c0s, lengths, reverses, order, active
     return hidden, last_h, last_c, ((hidden_s, cells, gates, tanh_c) if save else None)
 
 
-def lstm_backward(hidden, cells, gates, tanh_c, active, w, grad_states, grad_last_h, grad_last_c):
-    """:func:`framework.kernels.lstm.lstm_backward`, compiled: same arguments (row order), same results."""
+def lstm_backward(hidden, cells, gates, tanh_c, w, seq, grad_hidden, grad_last_h, grad_last_c):
+    """BPTT of the runs of :func:`lstm_forward`: hidden, cells, gates, tanh_c as it saved them (row order), w
+    (S, D, 4D), seq the forward's :class:`~framework.kernels.runs.SortedRuns`, grad_hidden (N, T, S*D) the
+    output's gradient (batch-major), grad_last_h, grad_last_c (S, N, D) the last states' (row order). Returns
+    (grad_xs: S arrays (N, T, 4D) batch-major, grad_w (S, D, 4D), grad_biases (S, 4D), grad_h0, grad_c0 (S, N, D)
+    row order)."""
     num_steps, runs, n, width = gates.shape
-    active = numpy.asarray(active, dtype=numpy.int64)
-    grad_x = written_while_active(gates.shape, active, gates.dtype)
+    active = numpy.asarray(seq.active, dtype=numpy.int64)
+    grad_gates = written_while_active(gates.shape, active, gates.dtype)
     grad_h = numpy.array(grad_last_h, dtype=gates.dtype, order="C")
     grad_c = numpy.array(grad_last_c, dtype=gates.dtype, order="C")
-    grad_states = contiguous(grad_states)
+    grad_hidden, lengths, order, parts = _batch_major_inputs(grad_hidden, seq, runs)
+    grad_xs = [numpy.empty((n, num_steps, width), dtype=gates.dtype) for _ in range(runs)]
+    bias_sums = numpy.zeros((runs, len(parts), width))
 
     def one(s, first, stop):
-        lstm_backward_run(cells, gates, tanh_c, active, first, stop, contiguous(w[s]), grad_states, grad_x,
-                          grad_h[s], grad_c[s], s)
-    each_part(one, runs, _backward_parts(active, runs))
-    return grad_x, _over_time(hidden[:-1], grad_x), grad_h, grad_c
+        lstm_backward_run(cells, gates, tanh_c, active, first, stop, contiguous(w[s]), grad_hidden, s * (width // 4),
+                          lengths, order, bool(seq.reverses[s]), grad_gates, grad_xs[s],
+                          bias_sums[s, parts.index((first, stop))], grad_h[s], grad_c[s], s)
+    each_part(one, runs, parts)
+    return (grad_xs, _over_time(hidden[:-1], grad_gates), bias_sums.sum(axis=1).astype(gates.dtype), grad_h,
+            grad_c)

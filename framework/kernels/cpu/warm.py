@@ -7,26 +7,27 @@ __all__ = ["warmup"]
 
 
 def _recurrent(dtype):
-    from . import recurrent
+    from . import peephole, recurrent
+    from ..runs import SortedRuns
     rng = numpy.random.default_rng(0)
     n, num_steps, d = 5, 3, 4
     lengths = numpy.array([3, 3, 2, 1, 0], dtype=numpy.int64)
-    order, active = recurrent.row_order(lengths, num_steps)
+    seq = SortedRuns(lengths, num_steps, (False, True))
+    order, active = seq.order, recurrent.active_counts(lengths, num_steps)
+    grad_hidden, grad_last = numpy.ones((n, num_steps, 2 * d), dtype=dtype), numpy.zeros((2, n, d), dtype=dtype)
     for gates, forward in ((3, recurrent.gru_forward), (4, recurrent.lstm_forward)):
         xs = [rng.standard_normal((n, num_steps, gates * d)).astype(dtype) for _ in range(2)]
         biases = [numpy.zeros(gates * d, dtype=dtype)] * 2
         weights = [rng.standard_normal((d, gates * d)).astype(dtype) * 0.1 for _ in range(2)]
         h0s = [numpy.zeros((n, d), dtype=dtype)] * 2
-        grads = numpy.ones((num_steps, 2, n, d), dtype=dtype), numpy.zeros((2, n, d), dtype=dtype)
         if gates == 3:
             _, _, saved = forward(xs, biases, weights, h0s, lengths, (False, True), False, order, active, True)
             flat = numpy.stack(weights).reshape(2, -1)
-            recurrent.gru_backward(*saved, active, flat[:, :2 * d * d].reshape(2, d, 2 * d),
-                                   flat[:, 2 * d * d:].reshape(2, d, d), *grads)
+            recurrent.gru_backward(*saved, flat[:, :2 * d * d].reshape(2, d, 2 * d),
+                                   flat[:, 2 * d * d:].reshape(2, d, d), seq, grad_hidden, grad_last)
         else:
             _, _, _, saved = forward(xs, biases, weights, h0s, h0s, lengths, (False, True), order, active, True)
-            recurrent.lstm_backward(*saved, active, numpy.stack(weights), *grads, grads[1])
-    from . import peephole
+            recurrent.lstm_backward(*saved, numpy.stack(weights), seq, grad_hidden, grad_last, grad_last)
     peephole.peephole_lstm_forward(xs, [numpy.zeros(7 * d, dtype=dtype)] * 2, weights, h0s, h0s, lengths,
                                    (False, True), order, active, True)
     return ["gru_forward", "gru_backward", "lstm_forward", "lstm_backward", "peephole_lstm_forward"]
