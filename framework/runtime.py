@@ -24,7 +24,10 @@ each on its own thread, took 29 ms after a threaded GEMM against 14 ms after a p
 3 ms of spinning here, against 0.1 s) the workers still spin between back-to-back GEMMs but sleep soon after
 a layer's; of the whole Senta train steps on two threads measured at 2^4, 2^14, 2^20 and 2^28, 2^20 was the
 fastest or tied. OpenBLAS reads the variable when it loads, so this holds where NumPy is imported after oar: the
-``oar`` command, the processes it starts, a script that imports oar first.
+``oar`` command, the processes it starts, a script that imports oar first. For the same reason
+``KMP_BLOCKTIME`` becomes 0 (unless set): the OpenMP threads of the optional MKL provider
+(:mod:`framework.kernels.providers`, loaded later by oar itself) sleep as soon as a GEMM ends instead of
+spinning 200 ms.
 """
 import ctypes
 import os
@@ -59,7 +62,8 @@ def keep_freed_memory():
 
 
 def set_up():
-    """What importing ``framework`` does first, before NumPy loads: the OpenBLAS spin limit (unless the
-    environment sets ``OPENBLAS_THREAD_TIMEOUT``) and :func:`keep_freed_memory`."""
+    """What importing ``framework`` does first, before NumPy loads: the OpenBLAS and MKL spin limits (unless the
+    environment sets ``OPENBLAS_THREAD_TIMEOUT`` / ``KMP_BLOCKTIME``) and :func:`keep_freed_memory`."""
     os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", str(OPENBLAS_THREAD_TIMEOUT))
+    os.environ.setdefault("KMP_BLOCKTIME", "0")
     keep_freed_memory()

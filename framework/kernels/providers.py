@@ -8,13 +8,16 @@ convolution GEMMs (:mod:`framework.kernels.im2col`), ``Linear`` and ``matmul``
 (:mod:`framework.ops.linalg`) through :func:`matmul`, and the compiled
 recurrent kernels, which call :func:`kernel_blas`'s entry points by address.
 
-Chosen automatically: the provider is :func:`active` when ``OAR_KERNELS`` is
-not ``numpy``, oar runs on at most :data:`MAX_THREADS` threads and the installed
+Chosen automatically when ``OAR_KERNELS`` is not ``numpy`` and the installed
 ``mkl`` distribution's ``libmkl_rt`` loads (found through its file list, loaded
 with ctypes, once per process); otherwise everything stays on NumPy, which is
-the reference. On two threads MKL's GEMMs alone were faster too, but whole
-training steps were slower with it (Senta LSTM 1.4x, ResNet-50 1.1x; its OpenMP
-workers beside OpenBLAS's and oar's own pool on two cores), so it is not used there. Its ILP64 entries
+the reference. The compiled recurrent kernels take it at any thread count
+(:func:`kernel_blas`): their step GEMMs run on one thread a row part, where MKL
+beats OpenBLAS most. oar's other GEMMs take it (:func:`active`) only when oar
+runs on at most :data:`MAX_THREADS` threads: on two, with MKL's threaded GEMMs,
+the Senta recurrent steps gained another 2-7 % but ResNet-50's lost 6-7 %
+(1.64-1.67 against 1.53-1.57 s a step; its im2col and batch-norm passes on
+oar's own threads between the GEMMs). Its ILP64 entries
 (``cblas_sgemm_64``) take 64-bit sizes whatever ``MKL_INTERFACE_LAYER`` says.
 Its thread count is :func:`framework.threadpool.num_threads` (``OAR_NUM_THREADS``,
 checked: a bad value is one SettingError) when it loads; ``threadpool.set_num_threads``
@@ -101,10 +104,17 @@ def load(path):
 
 
 def active():
-    """The :class:`Provider` oar's GEMMs run on now, or None (``OAR_KERNELS=numpy``, more than
-    :data:`MAX_THREADS` threads, or no provider installed). ``OAR_KERNELS`` and the thread count are read on every
+    """The :class:`Provider` oar's GEMMs outside the compiled kernels run on now, or None (``OAR_KERNELS=numpy``,
+    more than :data:`MAX_THREADS` threads, or no provider installed). ``OAR_KERNELS`` and the thread count are read on every
     call; the library is looked for and loaded once per process."""
-    if requested() == "numpy" or threadpool.num_threads() > MAX_THREADS:
+    if threadpool.num_threads() > MAX_THREADS:
+        return None
+    return _installed()
+
+
+def _installed():
+    """The loaded provider unless ``OAR_KERNELS`` is ``numpy`` or none is installed (loaded once per process)."""
+    if requested() == "numpy":
         return None
     if "provider" not in _state:
         _state["provider"] = load(find_library())
@@ -113,8 +123,8 @@ def active():
 
 def kernel_blas():
     """(library path, [sgemm, dgemm] addresses, 64-bit sizes, per-thread thread setter) for compiled kernels
-    when the provider is active, else None."""
-    provider = active()
+    when the provider is installed and ``OAR_KERNELS`` is not ``numpy``, at any thread count; else None."""
+    provider = _installed()
     if provider is None:
         return None
     return provider.path, provider.addresses, True, provider.set_threads_local

@@ -1,7 +1,8 @@
 """framework.runtime, what importing oar sets for the process: freed arrays stay in glibc's heap (no page faults
 for the next step's arrays of the same size) unless the process sets glibc's malloc itself, read from glibc's
-own accounting (``mallinfo2``); OpenBLAS's idle workers sleep after 2^20 cycles unless the process says
-otherwise, read back from the OpenBLAS NumPy loaded. Each case runs in a fresh process."""
+own accounting (``mallinfo2``); OpenBLAS's idle workers sleep after 2^20 cycles and MKL's OpenMP threads at
+once unless the process says otherwise, read back from the OpenBLAS NumPy loaded and the environment the MKL
+provider loads under. Each case runs in a fresh process."""
 import ctypes
 import json
 import os
@@ -42,7 +43,7 @@ def _fresh_process(script, **env):
     """The JSON line ``script`` prints in a fresh Python process, the malloc and OpenBLAS settings of this one
     left out of its environment and ``env`` added."""
     base = {key: value for key, value in os.environ.items()
-            if not key.startswith(("MALLOC_", "GLIBC_TUNABLES", "OPENBLAS_THREAD_TIMEOUT"))}
+            if not key.startswith(("MALLOC_", "GLIBC_TUNABLES", "OPENBLAS_THREAD_TIMEOUT", "KMP_BLOCKTIME"))}
     done = subprocess.run([sys.executable, "-c", script], env={**base, **env}, cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -76,3 +77,10 @@ def test_openblas_idle_workers_sleep_sooner(env, expected):
     if timeout is None:
         pytest.skip("NumPy's BLAS is not OpenBLAS")
     assert timeout == expected
+
+
+@pytest.mark.parametrize("env, expected", [({}, "0"), ({"KMP_BLOCKTIME": "200"}, "200")],
+                         ids=["oar's", "the process's own"])
+def test_mkl_openmp_threads_sleep_at_once(env, expected):
+    script = "import json, os\nimport framework\nprint(json.dumps({'blocktime': os.environ['KMP_BLOCKTIME']}))"
+    assert _fresh_process(script, **env)["blocktime"] == expected

@@ -124,9 +124,12 @@ def test_recurrence_gradcheck_on_the_provider(tmp_path):
 
 
 @installed
-def test_off_on_more_threads(fresh, monkeypatch):
+def test_off_on_more_threads_but_for_the_compiled_kernels(fresh, monkeypatch):
+    """oar's matmul leaves the provider above MAX_THREADS threads; the compiled recurrent kernels, whose GEMMs run
+    on one thread a row part, keep it."""
     monkeypatch.setattr(threadpool, "_threads", providers.MAX_THREADS + 1)
     assert providers.active() is None
+    assert os.path.basename(providers.kernel_blas()[0]).startswith("libmkl_rt")
 
 
 @installed
