@@ -2,7 +2,8 @@
 ``AdamW`` call it and nothing else).
 
 On NumPy with the compiled CPU kernels on (:func:`framework.kernels.cpu.enabled`) it runs
-:mod:`framework.kernels.cpu.adam`: one pass over the four arrays, split over the threads. Otherwise the array
+:mod:`framework.kernels.cpu.adam`: one pass over the four arrays, split over the threads (an element of the
+parameter moves seven array elements: four read, three written). Otherwise the array
 module's ufuncs (NumPy, the reference, over flat chunks on the threads; CuPy): nine passes. Either way the
 update is elementwise, so a thread count changes no bit.
 """
@@ -31,7 +32,7 @@ def adam_update(p, m, v, g, lr, beta1, beta2, epsilon, t, xp):
         scalar = p.dtype.type
         settings = (scalar(beta1), scalar(beta2), scalar(epsilon * correction),
                     scalar(lr * correction / (1 - beta1 ** t)))
-        threadpool.run_chunks(lambda lo, hi: adam_elements(*flat, lo, hi, *settings), p.size)
+        threadpool.run_chunks(lambda lo, hi: adam_elements(*flat, lo, hi, *settings), p.size, len(flat) + 3)
         return
     if flat is not None and p.size >= 2 * threadpool.MIN_CHUNK_ELEMENTS:
         threadpool.run_chunks(lambda lo, hi: _adam_passes(*(a[lo:hi] for a in flat), lr, beta1, beta2, epsilon, t,
