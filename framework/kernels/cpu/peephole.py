@@ -10,7 +10,7 @@ the layer's output, the recurrent product of the running rows is one :func:`~.co
 import numpy
 
 from .compiler import gemm, kernel, sigmoid, tanh
-from .recurrent import contiguous, each_part, placeholder, row_parts, written_while_active
+from .recurrent import contiguous, each_part, placeholder, row_parts, written_while_active, zero_past_lengths
 
 __all__ = ["peephole_lstm_forward_run", "peephole_lstm_forward"]
 
@@ -74,12 +74,7 @@ def peephole_lstm_forward_run(x, bias, peep, lengths, order, active, first, stop
     for i in range(n_rows):
         last_h[order[first + i]] = h[i]
         last_c[order[first + i]] = cs[i]
-    for i in range(n_rows):                                # the output is 0 past each row's length
-        n = order[first + i]
-        for p in range(lengths[n], hidden.shape[1]):
-            out = hidden[n, p, col:col + d]
-            for j in range(d):
-                out[j] = 0
+    zero_past_lengths(hidden, lengths, order, first, stop, col, d)       # the output is 0 past each length
 
 
 def peephole_lstm_forward(xs, biases, weights, h0s, c0s, lengths, reverses, order, active, save):

@@ -38,13 +38,13 @@ MIN_PART_ROWS = 8
 
 
 @kernel()
-def _zero_past_lengths(a, lengths, order, first, stop):
-    """Inside a kernel: a[n, lengths[n]:] = 0 for the rows n = order[first:stop] of a batch-major (N, T, F)."""
+def zero_past_lengths(a, lengths, order, first, stop, col, width):
+    """a[n, lengths[n]:, col:col+width] = 0 for the rows n = order[first:stop] of a batch-major (N, T, F)."""
     for r in range(first, stop):
         n = order[r]
         for p in range(lengths[n], a.shape[1]):
-            row = a[n, p]
-            for j in range(row.shape[0]):
+            row = a[n, p, col:col + width]
+            for j in range(width):
                 row[j] = 0
 
 
@@ -105,12 +105,7 @@ def gru_forward_run(x, bias, lengths, order, active, first, stop, w_ur, w_c, h0,
                     saved_ur[j] = ai[j]
     for i in range(n_rows):
         last[order[first + i]] = h[i]
-    for i in range(n_rows):                                # the output is 0 past each row's length
-        n = order[first + i]
-        for p in range(lengths[n], hidden.shape[1]):
-            out = hidden[n, p, col:col + d]
-            for j in range(d):
-                out[j] = 0
+    zero_past_lengths(hidden, lengths, order, first, stop, col, d)       # the output is 0 past each length
 
 
 @kernel()
@@ -164,7 +159,7 @@ def gru_backward_run(states, ur, c, active, first, stop, w_ur, w_c, grad_hidden,
                 out_c[j] = g_c[j]
                 bias_c[j] += g_c[j]
         gemm(m, grad_ur[t, s, first:stop], w_ur, True, 1, part_h)     # += d[u | r] @ W_ur^T
-    _zero_past_lengths(grad_x, lengths, order, first, stop)
+    zero_past_lengths(grad_x, lengths, order, first, stop, 0, grad_x.shape[2])
 
 
 @kernel()
@@ -222,12 +217,7 @@ def lstm_forward_run(x, bias, lengths, order, active, first, stop, w, h0, c0, re
     for i in range(n_rows):
         last_h[order[first + i]] = h[i]
         last_c[order[first + i]] = cs[i]
-    for i in range(n_rows):                                # the output is 0 past each row's length
-        n = order[first + i]
-        for p in range(lengths[n], hidden.shape[1]):
-            out = hidden[n, p, col:col + d]
-            for j in range(d):
-                out[j] = 0
+    zero_past_lengths(hidden, lengths, order, first, stop, col, d)       # the output is 0 past each length
 
 
 @kernel()
@@ -270,7 +260,7 @@ def lstm_backward_run(cells, gates, tanh_c, active, first, stop, w, grad_hidden,
                 out[j] = gx[j]
                 bias_sum[j] += gx[j]
         gemm(m, grad_gates[t, s, first:stop], w, True, 0, part_h)          # dL/dh_prev = gates' grads @ W^T
-    _zero_past_lengths(grad_x, lengths, order, first, stop)
+    zero_past_lengths(grad_x, lengths, order, first, stop, 0, grad_x.shape[2])
 
 
 # ---- callers ----------------------------------------------------------------------------------------------------

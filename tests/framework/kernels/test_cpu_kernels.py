@@ -288,11 +288,10 @@ def test_depthwise_conv_gradcheck_through_compiled_kernel():
 
 
 @pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
-@pytest.mark.parametrize("threads", [1, 2])
-def test_embedding_weight_grad_matches_numpy_kernel(monkeypatch, dtype, threads):
+@pytest.mark.parametrize("thread_count", [1, 2])
+def test_embedding_weight_grad_matches_numpy_kernel(monkeypatch, threads, dtype, thread_count):
     """The compiled scatter-add (an embedding's weight gradient) against NumPy's ``add.at``: repeated ids, the
     padding row zeroed, columns split over any thread count."""
-    from framework import threadpool
     rng = numpy.random.default_rng(12)
     ids = rng.integers(0, 9, size=(7, 30))
     ids[0, :10] = 3                                                          # one id many times
@@ -303,12 +302,8 @@ def test_embedding_weight_grad_matches_numpy_kernel(monkeypatch, dtype, threads)
         w = to_tensor(weight, requires_grad=True)
         (F.embedding(to_tensor(ids), w, padding_idx=0) * to_tensor(upstream)).sum().backward()
         return [w.grad.numpy()]
-    previous = threadpool.num_threads()
-    threadpool.set_num_threads(threads)
-    try:
-        compiled, reference = _both(monkeypatch, grad)
-    finally:
-        threadpool.set_num_threads(previous)
+    threads(thread_count)
+    compiled, reference = _both(monkeypatch, grad)
     expected = numpy.zeros_like(weight)
     numpy.add.at(expected, ids.reshape(-1), upstream.reshape(-1, 66))
     expected[0] = 0
