@@ -4,8 +4,8 @@
 On NumPy with the compiled CPU kernels on (:func:`framework.kernels.cpu.enabled`) it runs
 :mod:`framework.kernels.cpu.adam`: one pass over the four arrays, split over the threads (an element of the
 parameter moves seven array elements: four read, three written). Otherwise the array
-module's ufuncs (NumPy, the reference, over flat chunks on the threads; CuPy): nine passes. Either way the
-update is elementwise, so a thread count changes no bit.
+module's ufuncs (NumPy, the reference, over flat chunks on the threads; CuPy): nine passes. The compiled pass
+gives the NumPy passes' bits, and the update is elementwise, so a thread count changes no bit either.
 """
 import math
 
@@ -30,7 +30,7 @@ def adam_update(p, m, v, g, lr, beta1, beta2, epsilon, t, xp):
     if flat is not None and cpu.enabled() and p.dtype in (numpy.float32, numpy.float64) and g.dtype == p.dtype:
         from .cpu.adam import adam_elements
         scalar = p.dtype.type
-        settings = (scalar(beta1), scalar(beta2), scalar(epsilon * correction),
+        settings = (scalar(beta1), scalar(1 - beta1), scalar(beta2), scalar(1 - beta2), scalar(epsilon * correction),
                     scalar(lr * correction / (1 - beta1 ** t)))
         threadpool.run_chunks(lambda lo, hi: adam_elements(*flat, lo, hi, *settings), p.size, len(flat) + 3)
         return

@@ -88,7 +88,7 @@ def _scatter(dtype):
 def _adam(dtype):
     from . import adam
     p, m, v, g = (numpy.ones(3, dtype=dtype) for _ in range(4))
-    adam.adam_elements(p, m, v, g, 0, 3, *(dtype(value) for value in (0.9, 0.999, 1e-8, 1e-3)))
+    adam.adam_elements(p, m, v, g, 0, 3, *(dtype(value) for value in (0.9, 0.1, 0.999, 0.001, 1e-8, 1e-3)))
     return ["adam_elements"]
 
 
