@@ -1,4 +1,5 @@
-"""Compiled GRU and LSTM recursions, forward and backward (BPTT), one direction ("run") per kernel call.
+"""Compiled GRU and LSTM recursions, forward and backward (BPTT), one direction ("run") or one part of its rows
+per kernel call.
 
 Same math and conventions as :mod:`framework.kernels.gru` and
 :mod:`framework.kernels.lstm` (Paddle's ``gru`` / ``lstm`` ops: GRU columns
@@ -21,8 +22,15 @@ fused into one pass per row:
   candidates and r * h_prev (T, S, N, D); LSTM hidden and cells (T+1, S, N, D),
   activated gates (T, S, N, 4D) and tanh(c) (T, S, N, D).
 - The backward kernels run BPTT from the last step down with the gate
-  gradients fused per row and one or two GEMMs per step; the weight
-  gradients are GEMMs over all steps at once, done by the callers.
+  gradients fused per row and one or two GEMMs per step. They read the
+  output's gradient batch-major at each row's own positions and write the
+  input's gradient batch-major (0 past each length), summing the bias
+  gradient in float64 as they go; the gate gradients also go time-major in
+  row order, for the weight gradients: GEMMs over all steps at once, done by
+  the callers.
+- Rows never interact, so a run's rows can be cut into parts
+  (:func:`row_parts`), each a call on its own thread walking all its steps
+  (:func:`each_part`), when there are more threads than runs.
 
 All arrays are C-contiguous; float32 or float64 (each compiled once per dtype).
 """
@@ -31,7 +39,8 @@ import numpy
 from ..providers import matmul
 from .compiler import gemm, kernel, one_blas_thread, sigmoid, tanh
 
-__all__ = ["gru_forward_run", "gru_backward_run", "lstm_forward_run", "lstm_backward_run", "MIN_PART_ROWS"]
+__all__ = ["gru_forward_run", "gru_backward_run", "lstm_forward_run", "lstm_backward_run", "zero_past_lengths",
+           "MIN_PART_ROWS"]
 
 #: a run's rows are cut into parts over the threads only down to this many rows a part
 MIN_PART_ROWS = 8
