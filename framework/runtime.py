@@ -12,8 +12,9 @@ becomes :data:`MMAP_THRESHOLD` and the trim threshold :data:`TRIM_THRESHOLD` (``
 1 GiB come from the heap, and freed memory stays there for the next allocation (a Senta head on LAC's trunk
 with hashed bigrams has a 262,144-row table at 256 features, 268 MB: zeroing and touching it took 138 ms
 mapped afresh, 43 ms reused). The process's resident size then stays at its peak rather than falling between
-steps; a larger array is still mapped and unmapped on its own. Elsewhere than glibc (macOS, Windows; musl's ``mallopt`` does nothing and says so) nothing changes, and
-neither does it where the process sets glibc's malloc itself: through ``MALLOC_MMAP_THRESHOLD_``,
+steps; a larger array is still mapped and unmapped on its own. Elsewhere than glibc (macOS, Windows; musl's
+``mallopt`` does nothing and says so) nothing changes, and neither does it where the process sets glibc's
+malloc itself: through ``MALLOC_MMAP_THRESHOLD_``,
 ``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_TOP_PAD_``, ``MALLOC_MMAP_MAX_`` or a ``glibc.malloc.*`` entry of
 ``GLIBC_TUNABLES`` (``MALLOC_TRIM_THRESHOLD_=131072`` gives glibc's defaults back).
 

@@ -24,32 +24,30 @@ def adam_update(p, m, v, g, lr, beta1, beta2, epsilon, t, xp):
     Shapes: p, m, v, g one shape and float dtype, on the device of module ``xp``.
     """
     correction = math.sqrt(1 - beta2 ** t)
+    settings = (beta1, 1 - beta1, beta2, 1 - beta2, epsilon * correction, lr * correction / (1 - beta1 ** t))
     flat = None
     if xp is numpy and all(a.flags.c_contiguous for a in (p, m, v)):
         flat = [a.reshape(-1) for a in (p, m, v, numpy.ascontiguousarray(g))]
     if flat is not None and cpu.enabled() and p.dtype in (numpy.float32, numpy.float64) and g.dtype == p.dtype:
         from .cpu.adam import adam_elements
-        scalar = p.dtype.type
-        settings = (scalar(beta1), scalar(1 - beta1), scalar(beta2), scalar(1 - beta2), scalar(epsilon * correction),
-                    scalar(lr * correction / (1 - beta1 ** t)))
-        threadpool.run_chunks(lambda lo, hi: adam_elements(*flat, lo, hi, *settings), p.size, len(flat) + 3)
+        scalars = [p.dtype.type(value) for value in settings]
+        threadpool.run_chunks(lambda lo, hi: adam_elements(*flat, lo, hi, *scalars), p.size, len(flat) + 3)
         return
     if flat is not None and p.size >= 2 * threadpool.MIN_CHUNK_ELEMENTS:
-        threadpool.run_chunks(lambda lo, hi: _adam_passes(*(a[lo:hi] for a in flat), lr, beta1, beta2, epsilon, t,
-                                                          xp), p.size)
+        threadpool.run_chunks(lambda lo, hi: _adam_passes(*(a[lo:hi] for a in flat), *settings, xp), p.size)
         return
-    _adam_passes(p, m, v, g, lr, beta1, beta2, epsilon, t, xp)
+    _adam_passes(p, m, v, g, *settings, xp)
 
 
-def _adam_passes(p, m, v, g, lr, beta1, beta2, epsilon, t, xp):
-    """The Adam update of :func:`adam_update` on one block of the arrays, as ufunc passes."""
-    correction = math.sqrt(1 - beta2 ** t)
+def _adam_passes(p, m, v, g, beta1, rest1, beta2, rest2, epsilon, step_size, xp):
+    """The Adam update of :func:`adam_update` on one block of the arrays, as ufunc passes (the scalars as
+    :mod:`framework.kernels.cpu.adam` takes them, here Python floats)."""
     m *= beta1
-    m += (1 - beta1) * g
+    m += rest1 * g
     v *= beta2
-    v += (1 - beta2) * (g * g)
+    v += rest2 * (g * g)
     step = xp.sqrt(v)
-    step += epsilon * correction
+    step += epsilon
     xp.divide(m, step, out=step)
-    step *= lr * correction / (1 - beta1 ** t)
+    step *= step_size
     p -= step

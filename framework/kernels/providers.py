@@ -105,8 +105,8 @@ def load(path):
 
 def active():
     """The :class:`Provider` oar's GEMMs outside the compiled kernels run on now, or None (``OAR_KERNELS=numpy``,
-    more than :data:`MAX_THREADS` threads, or no provider installed). ``OAR_KERNELS`` and the thread count are read on every
-    call; the library is looked for and loaded once per process."""
+    more than :data:`MAX_THREADS` threads, or no provider installed). ``OAR_KERNELS`` and the thread count are
+    read on every call; the library is looked for and loaded once per process."""
     if threadpool.num_threads() > MAX_THREADS:
         return None
     return _installed()

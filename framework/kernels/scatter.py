@@ -2,7 +2,7 @@
 
 On NumPy with the compiled CPU kernels on (:func:`framework.kernels.cpu.enabled`) it runs
 :mod:`framework.kernels.cpu.scatter`, the columns split over the threads (:mod:`framework.threadpool`): one pass
-over the rows, 30 times faster than ``add.at`` on a Senta batch. Otherwise ``add.at`` of the array module
+over the rows, about 20 times faster than ``add.at`` on a Senta batch (0.25 against 5.3 ms). Otherwise ``add.at`` of the array module
 (NumPy, the reference; CuPy's is an atomic scatter).
 """
 import numpy

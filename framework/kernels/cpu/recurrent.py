@@ -325,8 +325,9 @@ def written_while_active(shape, active, dtype, first=0):
     on a padded row, and a full batch costs no zero-filling pass. active (T,) int64."""
     a = numpy.empty(shape, dtype=dtype)
     a[:first] = 0
-    for t in numpy.flatnonzero(numpy.asarray(active) < shape[2]):
-        a[first + t, :, active[t]:] = 0
+    padded = numpy.arange(shape[2]) >= numpy.asarray(active)[:, None]                 # (T, N): rows not running
+    if padded.any():
+        a[first:first + len(padded)].transpose(0, 2, 1, 3)[padded] = 0
     return a
 
 
