@@ -8,10 +8,14 @@ convolution GEMMs (:mod:`framework.kernels.im2col`), ``Linear`` and ``matmul``
 (:mod:`framework.ops.linalg`) through :func:`matmul`, and the compiled
 recurrent kernels, which call :func:`kernel_blas`'s entry points by address.
 
-Chosen automatically when ``OAR_KERNELS`` is not ``numpy`` and the installed
-``mkl`` distribution's ``libmkl_rt`` loads (found through its file list, loaded
-with ctypes, once per process); otherwise everything stays on NumPy, which is
-the reference. The compiled recurrent kernels take it at any thread count
+Chosen automatically on an Intel CPU when ``OAR_KERNELS`` is not ``numpy`` and
+the installed ``mkl`` distribution's ``libmkl_rt`` loads (found through its
+file list, loaded with ctypes, once per process); otherwise everything stays on
+NumPy, which is the reference. On an AMD EPYC MKL lost to NumPy's OpenBLAS on
+every step shape measured (0.53-1.04x its rate on one thread, ``oar bench
+providers`` in ``docs/RESULTS.md``), so ``OAR_GEMM_PROVIDER=auto`` (the
+default) takes it only where ``/proc/cpuinfo`` names the vendor
+``GenuineIntel``; ``mkl`` takes it on any CPU, ``numpy`` never. The compiled recurrent kernels take it at any thread count
 (:func:`kernel_blas`): their step GEMMs run on one thread a row part, where MKL
 beats OpenBLAS most. oar's other GEMMs take it (:func:`active`) only when oar
 runs on at most :data:`MAX_THREADS` threads: on two, with MKL's threaded GEMMs,
@@ -31,13 +35,15 @@ import re
 import numpy
 
 from .. import backend, threadpool
+from ..settings import env_choice
 from .choice import requested
 
 __all__ = ["Provider", "library_file", "find_library", "load", "active", "kernel_blas", "matmul", "call_cblas",
-           "blas_layout", "DISTRIBUTION", "MIN_MULTIPLY_ADDS",
-           "MAX_THREADS"]
+           "blas_layout", "cpu_vendor", "wanted", "DISTRIBUTION", "PROVIDER_ENV", "MIN_MULTIPLY_ADDS", "MAX_THREADS"]
 
 DISTRIBUTION = "mkl"                     # the wheel that holds the provider
+PROVIDER_ENV = "OAR_GEMM_PROVIDER"       # auto (MKL on an Intel CPU), mkl (on any CPU) or numpy (never)
+_VENDOR = "GenuineIntel"                 # the CPU vendor on which auto takes MKL
 _LIBRARY = "libmkl_rt"                   # its single dynamic library (MKL's runtime dispatcher)
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 #: A product of fewer multiply-adds (per matrix) stays on NumPy: below it the ctypes call and MKL's dispatch cost
@@ -46,7 +52,7 @@ _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 MIN_MULTIPLY_ADDS = 1 << 20
 #: The provider runs only when oar runs on at most this many threads (see the module docstring).
 MAX_THREADS = 1
-_state = {}                              # "provider": the loaded Provider or None, once tried
+_state = {}                              # "provider": the loaded Provider or None, once tried; "vendors": read
 
 
 def library_file(distribution, stem):
@@ -104,17 +110,41 @@ def load(path):
 
 
 def active():
-    """The :class:`Provider` oar's GEMMs outside the compiled kernels run on now, or None (``OAR_KERNELS=numpy``,
-    more than :data:`MAX_THREADS` threads, or no provider installed). ``OAR_KERNELS`` and the thread count are
+    """The :class:`Provider` oar's GEMMs outside the compiled kernels run on now, or None (not :func:`wanted`,
+    more than :data:`MAX_THREADS` threads, or no provider installed). The settings and the thread count are
     read on every call; the library is looked for and loaded once per process."""
     if threadpool.num_threads() > MAX_THREADS:
         return None
     return _installed()
 
 
+def cpu_vendor(path="/proc/cpuinfo"):
+    """The CPU's vendor as ``path`` names it (``vendor_id``: ``GenuineIntel``, ``AuthenticAMD`` …), or None where
+    the file is missing or names none (read once per process for the default path)."""
+    if path in _state.setdefault("vendors", {}):
+        return _state["vendors"][path]
+    vendor = None
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            vendor = next((line.split(":", 1)[1].strip() for line in f if line.startswith("vendor_id")), None)
+    except OSError:
+        pass
+    _state["vendors"][path] = vendor
+    return vendor
+
+
+def wanted():
+    """Whether the settings ask for the provider here: ``OAR_KERNELS`` is not ``numpy`` and ``OAR_GEMM_PROVIDER``
+    is ``mkl``, or ``auto`` (the default) on an Intel CPU (:func:`cpu_vendor`). A bad value is one SettingError."""
+    choice = env_choice(PROVIDER_ENV, ("auto", "mkl", "numpy"), "auto")
+    if requested() == "numpy" or choice == "numpy":
+        return False
+    return choice == "mkl" or cpu_vendor() == _VENDOR
+
+
 def _installed():
-    """The loaded provider unless ``OAR_KERNELS`` is ``numpy`` or none is installed (loaded once per process)."""
-    if requested() == "numpy":
+    """The loaded provider when :func:`wanted` and installed, else None (the library loaded once per process)."""
+    if not wanted():
         return None
     if "provider" not in _state:
         _state["provider"] = load(find_library())
@@ -123,7 +153,7 @@ def _installed():
 
 def kernel_blas():
     """(library path, [sgemm, dgemm] addresses, 64-bit sizes, per-thread thread setter) for compiled kernels
-    when the provider is installed and ``OAR_KERNELS`` is not ``numpy``, at any thread count; else None."""
+    when the provider is installed and :func:`wanted`, at any thread count; else None."""
     provider = _installed()
     if provider is None:
         return None

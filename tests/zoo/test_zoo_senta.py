@@ -105,12 +105,16 @@ def test_shipped_files_match_their_card(name):
     entry = card(name)
     weights = entry.weights
     assert sha256_of(os.path.join(ROOT, weights.path)) == weights.sha256
-    assert sha256_of(os.path.join(ROOT, weights.companions["vocab"])) == weights.companion_sha256["vocab"]
     assert os.path.getsize(os.path.join(ROOT, weights.path)) <= 40_000_000          # the issue's size bound
+    cfg = load_config(os.path.join(ROOT, entry.config))
+    if cfg["task"]["tokenizer"]["type"] == "lac":                # on LAC's trunk: LAC's fixed vocabulary
+        assert entry.overrides == () and "vocab" not in weights.companions and cfg["model"]["vocab_size"] == 58224
+        return
+    assert sha256_of(os.path.join(ROOT, weights.companions["vocab"])) == weights.companion_sha256["vocab"]
     assert entry.overrides == (f"task.vocab={weights.companions['vocab']}",)
     with open(os.path.join(ROOT, weights.companions["vocab"]), encoding="utf-8") as f:
         vocab_size = sum(1 for _ in f)
-    assert vocab_size == load_config(os.path.join(ROOT, entry.config))["model"]["vocab_size"]
+    assert vocab_size == cfg["model"]["vocab_size"]
 
 
 def test_reproduce_with_no_seed_is_a_usage_error():
@@ -155,7 +159,13 @@ def test_reproduce_senta_dry_run_leaves_the_repository_alone(small_splits, tmp_p
     results = (dry / "docs" / "RESULTS.md").read_text(encoding="utf-8")
     block = results[results.index("<!-- reproduce:senta -->"):results.index("<!-- /reproduce:senta -->")]
     rows = [line for line in block.splitlines() if line.startswith("| senta_")]
-    assert sorted(row.split(" | ")[0][2:] for row in rows) == sorted(MODELS) and "`oar reproduce senta`" in block
-    assert "| ensemble of the 5 (mean probability) |" in block and "Label cleaning: " in block
+    trained = card("senta_bow").reproduce.models                     # the characters' and the trunk's heads
+    assert sorted(row.split(" | ")[0][2:] for row in rows) == sorted(trained) and "`oar reproduce senta`" in block
+    assert "| ensemble of the 5 shipped (mean probability) |" in block and "Label cleaning: " in block
+    assert f"The cards ship, chosen on dev: senta_bow ({catalog['senta_bow']['config'][12:-5]})" in block
+    for entry in updated:                # a card names the config it ships, and reads its vocabulary
+        shipped = entry.config[len("configs/nlp/"):-len(".yaml")]
+        assert shipped in (entry.name, entry.name + "_lac") and f"{entry.name} ({shipped})" in block
+        assert entry.overrides == (() if shipped.endswith("_lac") else ("task.vocab=zoo/weights/senta_char_vocab.txt",))
     assert (out / "senta_bow" / "seed0" / "scores.json").is_file()
     assert "<!-- reproduce:senta_bow -->" not in results

@@ -7,7 +7,8 @@ date, time taken) and the card's block in ``docs/RESULTS.md``. A card may name
 its own procedure instead (``reproduce: {procedure: NAME}``, a key of
 :data:`PROCEDURES` — a fixed table, so a card names no code — called with the
 card and the options, returning ``{"metrics": …, "weights": …}`` (a dict and a
-:class:`~zoo.card.Weights`) and
+:class:`~zoo.card.Weights`; a procedure that chooses among configs also
+``"config"`` and ``"overrides"``) and
 optionally ``"results_text"``, the block to write, ``"results_name"``, the
 block's name when it is not the card's, and ``"models"``, ``{name: {"metrics",
 "weights"}}`` of other cards the same run measured: those cards are updated too
@@ -190,8 +191,9 @@ def _procedure(entry):
 
 
 def _measured(outcome):
-    """The card fields an outcome sets: ``metrics`` and ``weights`` (a Weights, or the catalog's mapping)."""
-    fields = {"metrics": outcome["metrics"]} if "metrics" in outcome else {}
+    """The card fields an outcome sets: ``metrics``, ``weights`` (a Weights, or the catalog's mapping) and, for a
+    procedure that chooses among configs, ``config`` and ``overrides``."""
+    fields = {key: outcome[key] for key in ("metrics", "config", "overrides") if key in outcome}
     if "weights" in outcome:
         weights = outcome["weights"]
         fields["weights"] = weights if isinstance(weights, Weights) else Weights.from_mapping(weights, "reproduce")

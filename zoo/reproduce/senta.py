@@ -5,12 +5,14 @@
 ``<output_root>/<name>/seed<k>``; a finished run there made by the same config
 is reused), scores every seed on dev and test and picks the median seed on dev
 as the model's; :func:`reproduce_senta` is the zoo cards' procedure around it:
-the optional label cleaning (:func:`label_cleaning`), float16 weights of the
-picked seeds and the shared vocabulary of the shipped models, their cards, and
-the ``senta`` block of ``docs/RESULTS.md`` (:func:`results_table`: each model's
-mean and spread over the seeds, a paired McNemar test of the shipped seed
-against the TF-IDF peer, and the ensemble of the models), with the peer when
-scikit-learn is importable.
+the optional label cleaning (:func:`label_cleaning`), the choice of each card's
+model on dev (:func:`shipped_rows`: the head on characters, ``senta_<head>``, or
+the same head on LAC's trunk, ``senta_<head>_lac``, where the card's recipe
+trains both), float16 weights of the picked seeds, the vocabularies the shipped
+models read, their cards, and the ``senta`` block of ``docs/RESULTS.md``
+(:func:`results_table`: each model's mean and spread over the seeds, a paired
+McNemar test of the shipped seed against the TF-IDF peer, and the ensemble of
+the shipped models), with the peer when scikit-learn is importable.
 """
 import datetime
 import hashlib
@@ -36,12 +38,15 @@ from ..catalog import ROOT, cards
 from . import destination, machine_description, train_checkpoint
 from .peers import noisy_training_lines, out_of_fold_label_confidence, sentiment_tfidf_peer
 
-__all__ = ["CHAR_MODELS", "ALL_CONFIGS", "pretrain_vectors", "reproduce", "label_cleaning", "ensemble",
-           "results_table", "reproduce_senta"]
+__all__ = ["CHAR_MODELS", "TRUNK_SUFFIX", "ALL_CONFIGS", "pretrain_vectors", "reproduce", "label_cleaning",
+           "ensemble", "results_table", "shipped_rows", "ship", "reproduce_senta"]
 
 CHAR_MODELS = ("senta_bow", "senta_cnn", "senta_gru", "senta_lstm", "senta_bilstm")
-ALL_CONFIGS = CHAR_MODELS + tuple(f"{name}_{inputs}" for inputs in ("word", "spm") for name in CHAR_MODELS)
+TRUNK_SUFFIX = "_lac"                   # senta_<head>_lac: the same head on LAC's fine-tuned trunk
+ALL_CONFIGS = CHAR_MODELS + tuple(f"{name}_{inputs}" for inputs in ("word", "spm", TRUNK_SUFFIX[1:])
+                                  for name in CHAR_MODELS)
 CONFIG_DIR = os.path.join(ROOT, "configs", "nlp")
+CHAR_VOCAB = "zoo/weights/senta_char_vocab.txt"   # the character models' shared vocabulary (repository path)
 _SCORES = "scores.json"          # a seed run's scores, written once it is trained and scored
 
 
@@ -119,24 +124,21 @@ def _median_seed(runs):
     return order[(len(order) - 1) // 2]
 
 
-def reproduce(names, options, config_dir=CONFIG_DIR, exports=None, extra_overrides=()):
+def reproduce(names, options, config_dir=CONFIG_DIR, extra_overrides=()):
     """Train each config ``<config_dir>/<name>.yaml`` with ``options.seeds`` seeds and score each seed's best
     checkpoint on dev and test.
 
-    Returns one row per name: ``{"name", "input", "runs", "seed", "dev_acc", "dev_macro_f1", "test_acc",
-    "test_macro_f1", "dev_prob", "test_prob", "dev_labels", "test_labels", "train_seconds", "checkpoint"}``:
-    ``runs`` holds every seed's scores (:func:`_seed_run`), the other keys are those of the seed picked (the
-    median on dev accuracy), ``train_seconds`` the seeds' total, ``dev_labels`` and ``test_labels`` the
-    splits' labels. Seed k trains
-    into ``<options.output_root>/<name>/seed<k>`` with ``train.seed=k`` (:func:`zoo.reproduce.train_checkpoint`).
+    Returns one row per name: ``{"name", "input", "config", "runs", "seed", "dev_acc", "dev_macro_f1",
+    "test_acc", "test_macro_f1", "dev_prob", "test_prob", "dev_labels", "test_labels", "train_seconds",
+    "checkpoint"}``: ``config`` is the resolved config, ``runs`` holds every seed's scores (:func:`_seed_run`),
+    the other keys are those of the seed picked (the median on dev accuracy), ``train_seconds`` the seeds'
+    total, ``dev_labels`` and ``test_labels`` the splits' labels. Seed k trains into
+    ``<options.output_root>/<name>/seed<k>`` with ``train.seed=k`` (:func:`zoo.reproduce.train_checkpoint`).
     ``options``: ``overrides`` (``key=value`` strings applied to every config, after ``extra_overrides``),
-    ``device``, ``output_root``, ``quiet`` and ``seeds``, as ``oar reproduce`` parses them. ``exports``:
-    optional dict name -> path; the picked seed's checkpoint is written there as float16 weights
-    (:func:`framework.engine.export_weights`), those weights are the ones scored and the row gets their
-    ``"sha256"``. The seeds train round by round (seed 0 of every model, then seed 1 …), so the finished
-    rounds of a run cut short are reused by a run with fewer seeds.
+    ``device``, ``output_root``, ``quiet`` and ``seeds``, as ``oar reproduce`` parses them. The seeds train
+    round by round (seed 0 of every model, then seed 1 …), so the finished rounds of a run cut short are
+    reused by a run with fewer seeds.
     """
-    exports = exports or {}
     configs = {name: load_config(os.path.join(config_dir, f"{name}.yaml"),
                                  list(extra_overrides) + list(options.overrides)) for name in names}
     runs = {name: [] for name in names}
@@ -146,17 +148,36 @@ def reproduce(names, options, config_dir=CONFIG_DIR, exports=None, extra_overrid
     rows = []
     for name, cfg in configs.items():
         picked = runs[name][_median_seed(runs[name])]
-        row = {"name": name, "input": (cfg["task"].get("tokenizer") or {"type": "char"})["type"],
-               "runs": runs[name], **{key: value for key, value in picked.items()
-                                      if key not in ("config_sha256", "reused")},
-               "train_seconds": sum(run["train_seconds"] for run in runs[name]),
-               **{f"{part}_labels": [label for _, label in _examples(cfg, split)]
-                  for part, split in (("dev", "eval"), ("test", "test"))}}
-        if name in exports:
-            row["sha256"] = export_weights(picked["checkpoint"], exports[name])
-            row.update(_score(cfg, exports[name], options.device), checkpoint=exports[name])
-        rows.append(row)
+        rows.append({"name": name, "input": (cfg["task"].get("tokenizer") or {"type": "char"})["type"],
+                     "config": cfg, "runs": runs[name],
+                     **{key: value for key, value in picked.items() if key not in ("config_sha256", "reused")},
+                     "train_seconds": sum(run["train_seconds"] for run in runs[name]),
+                     **{f"{part}_labels": [label for _, label in _examples(cfg, split)]
+                        for part, split in (("dev", "eval"), ("test", "test"))}})
     return rows
+
+
+def shipped_rows(rows, card_names):
+    """Which trained model each card ships: ``{card: row}`` for each name in ``card_names`` that has a row.
+
+    A card ``senta_<head>`` ships its character model's row, or the row of the same head on LAC's trunk
+    (``senta_<head>_lac``) when that one was trained too and its picked seed's dev accuracy is higher (a tie
+    keeps the character model): the choice is made on dev only.
+    """
+    by_name = {row["name"]: row for row in rows}
+    chosen = {}
+    for card_name in card_names:
+        candidates = [by_name[name] for name in (card_name, card_name + TRUNK_SUFFIX) if name in by_name]
+        if candidates:
+            chosen[card_name] = max(candidates, key=lambda row: row["dev_acc"])     # the first among equals
+    return chosen
+
+
+def ship(row, path, device):
+    """Write the row's picked checkpoint as float16 weights to ``path`` and score those weights again (the
+    shipped file is what the table reports); returns the row updated with ``sha256`` and ``checkpoint``."""
+    sha = export_weights(row["checkpoint"], path)
+    return {**row, **_score(row["config"], path, device), "checkpoint": path, "sha256": sha}
 
 
 def label_cleaning(splits, thresholds, folds, folder):
@@ -188,9 +209,10 @@ def label_cleaning(splits, thresholds, folds, folder):
 
 
 def ensemble(rows):
-    """The models' ensemble: the mean of the rows' P(positive), scored on dev and test: ``{"dev_acc",
-    "dev_macro_f1", "test_acc", "test_macro_f1", "test_pred"}``."""
-    result = {}
+    """The models' ensemble: the mean of the rows' P(positive), scored on dev and test: ``{"models" (how many),
+    "input" (their inputs, e.g. ``char+lac``), "dev_acc", "dev_macro_f1", "test_acc", "test_macro_f1",
+    "test_pred"}``."""
+    result = {"models": len(rows), "input": "+".join(dict.fromkeys(row["input"] for row in rows))}
     for split in ("dev", "test"):
         pred = (numpy.mean([row[f"{split}_prob"] for row in rows], axis=0) >= 0.5).astype(numpy.int64)
         result.update({f"{split}_{key}": value for key, value in scores_of(pred, rows[0][f"{split}_labels"]).items()})
@@ -206,14 +228,15 @@ def _spread(values):
     return f"{values.mean():.3f} ± {values.std(ddof=1):.3f} ({values.min():.3f}-{values.max():.3f})"
 
 
-def results_table(rows, facts="", peer=None, combined=None, uncleaned=None):
+def results_table(rows, facts="", peer=None, combined=None, uncleaned=None, shipped=None):
     """The Markdown block of ``docs/RESULTS.md``: one line per :func:`reproduce` row (model, input, the
-    picked seed's dev accuracy, test accuracy and macro-F1, the test accuracy over the seeds, the McNemar
+    picked seed (the median on dev), its dev accuracy, test accuracy and macro-F1, the test accuracy over the seeds, the McNemar
     p-value of the picked seed against the peer on test, train time of all seeds), the ensemble's line
     (``combined``, :func:`ensemble`'s dict, or None), the peer's line (a
     :func:`~zoo.reproduce.peers.sentiment_tfidf_peer` dict; None: a sentence saying it was not measured),
     the peer fitted on all training lines when the models' were cleaned (``uncleaned``, for reference; the
-    p-values compare with ``peer``), then ``facts`` (how and where it was measured)."""
+    p-values compare with ``peer``), a sentence naming the model each card ships (``shipped``: ``{card: row
+    name}``, :func:`shipped_rows`), then ``facts`` (how and where it was measured)."""
     lines = ["| model | input | seeds | dev acc | test acc | test macro-F1 | test acc over the seeds "
              "(mean ± sd, min-max) | McNemar p vs peer | train time |", "|---|---|---|---|---|---|---|---|---|"]
 
@@ -225,12 +248,13 @@ def results_table(rows, facts="", peer=None, combined=None, uncleaned=None):
 
     for row in rows:
         pred = (numpy.asarray(row["test_prob"]) >= 0.5).astype(numpy.int64)
-        lines.append(f"| {row['name']} | {row['input']} | {len(row['runs'])} (shipped: seed {row['seed']}) | "
+        lines.append(f"| {row['name']} | {row['input']} | {len(row['runs'])} (median: seed {row['seed']}) | "
                      f"{row['dev_acc']:.3f} | {row['test_acc']:.3f} | {row['test_macro_f1']:.3f} | "
                      f"{_spread([run['test_acc'] for run in row['runs']])} | {p_value(pred, row['test_labels'])} | "
                      f"{row['train_seconds'] / 60:.1f} min |")
     if combined is not None:
-        lines.append(f"| ensemble of the {len(rows)} (mean probability) | char | - | {combined['dev_acc']:.3f} | "
+        lines.append(f"| ensemble of the {combined['models']} shipped (mean probability) | {combined['input']} | - | "
+                     f"{combined['dev_acc']:.3f} | "
                      f"{combined['test_acc']:.3f} | {combined['test_macro_f1']:.3f} | - | "
                      f"{p_value(combined['test_pred'], rows[0]['test_labels'])} | - |")
     for title, result in (("", peer), (", without the label cleaning", uncleaned)):
@@ -240,29 +264,35 @@ def results_table(rows, facts="", peer=None, combined=None, uncleaned=None):
                          f"- | - | - |")
     notes = [] if peer is not None else ["The peer (TF-IDF over character 1-3-grams + logistic regression) was not "
                                          "measured: scikit-learn is not importable here."]
+    if shipped:
+        notes.append("The cards ship, chosen on dev: " + ", ".join(
+            f"{card} ({name})" for card, name in shipped.items()) + ".")
     return "\n".join(lines + [""] * bool(notes or facts) + notes + ([facts] if facts else []))
 
 
 def reproduce_senta(entry, options):
-    """``oar reproduce senta`` (or any Senta card): the procedure of the cards whose ``reproduce.function``
+    """``oar reproduce senta`` (or any Senta card): the procedure of the cards whose ``reproduce.procedure``
     names this function.
 
     Trains the card's ``reproduce.models`` (default :data:`ALL_CONFIGS`, the
-    five models on characters, LAC words and SentencePiece pieces), each with
-    ``options.seeds`` seeds, and measures them on dev and test, with their
-    ensemble and the TF-IDF peer when scikit-learn is importable
-    (:mod:`zoo.reproduce.peers`). With ``reproduce.label_cleaning: {thresholds:
-    [...], folds: k}`` on the card, the training lines that
+    five heads on characters, LAC words, SentencePiece pieces and LAC's trunk),
+    each with ``options.seeds`` seeds, and measures them on dev and test, with
+    the shipped models' ensemble and the TF-IDF peer when scikit-learn is
+    importable (:mod:`zoo.reproduce.peers`). With ``reproduce.label_cleaning:
+    {thresholds: [...], folds: k}`` on the card, the training lines that
     :func:`label_cleaning` drops are left out for the models
-    (``data.train.drop``) and the peer alike. The shipped models (those of
-    :data:`CHAR_MODELS` that have a card) are exported in float16 (their median
-    seed on dev) to their cards' ``weights.path`` and scored from there; their
-    shared vocabulary (the task's, built from the training texts) is saved to
-    ``weights.vocab``. With ``options.dry_run`` these files go under the dry-run
-    folder (:func:`zoo.reproduce.destination`). Returns the outcome for
-    :mod:`zoo.reproduce`: this card's ``metrics`` and ``weights``, ``models``
-    (the other shipped cards' ones), and the table as ``results_text`` for the
-    ``senta`` block of ``docs/RESULTS.md``.
+    (``data.train.drop``) and the peer alike. Each card of :data:`CHAR_MODELS`
+    among the models ships the model :func:`shipped_rows` picks on dev (its
+    character config, or the same head on LAC's trunk when trained and better
+    on dev), exported in float16 (the median seed on dev) to the card's
+    ``weights.path`` and scored from there; a character model reads the
+    shared vocabulary built from the training texts, saved to
+    :data:`CHAR_VOCAB`, a trunk model LAC's fixed one. With
+    ``options.dry_run`` these files go under the dry-run folder
+    (:func:`zoo.reproduce.destination`). Returns the outcome for
+    :mod:`zoo.reproduce`: this card's ``metrics``, ``weights``, ``config`` and
+    ``overrides``, ``models`` (the other shipped cards' ones), and the table as
+    ``results_text`` for the ``senta`` block of ``docs/RESULTS.md``.
     """
     recipe = entry.reproduce
     names = list(recipe.models or ALL_CONFIGS)
@@ -270,21 +300,22 @@ def reproduce_senta(entry, options):
     if entry.name not in shipped:
         raise ConfigError(f"card {entry.name!r}: reproduce_senta serves the cards of {', '.join(CHAR_MODELS)}, "
                           f"and reproduce.models must include the card's own model")
-    vocab_file = entry.weights.companions["vocab"]
-    vocab_path = destination(options, vocab_file)
-    cfg = load_config(os.path.join(ROOT, entry.config), list(options.overrides))
+    cfg = load_config(os.path.join(CONFIG_DIR, f"{entry.name}.yaml"), list(options.overrides))
+    vocab_path = destination(options, CHAR_VOCAB)
     os.makedirs(os.path.dirname(vocab_path), exist_ok=True)
     runner.build_task(cfg).vocab.save(vocab_path)
-    exports = {name: destination(options, card.weights.path) for name, card in shipped.items()}
     start, start_cpu = time.time(), time.process_time()
     pretrained = pretrain_vectors(names, options)
     splits = {part: _examples(cfg, split) for part, split in (("train", "train"), ("dev", "eval"), ("test", "test"))}
     cleaning = _cleaning(recipe.label_cleaning, splits, options)
     extra = [f"data.train.drop={cleaning['drop_file']}"] if cleaning and cleaning["drop_file"] else []
-    rows = reproduce(names, options, exports=exports, extra_overrides=extra)
+    rows = reproduce(names, options, extra_overrides=extra)
+    chosen = {card: ship(row, destination(options, shipped[card].weights.path), options.device)
+              for card, row in shipped_rows(rows, shipped).items()}
+    rows = [next((done for done in chosen.values() if done["name"] == row["name"]), row) for row in rows]
     peer = _measured_peer(splits, cleaning["drop"] if cleaning else frozenset())
     uncleaned = _measured_peer(splits, frozenset()) if cleaning and cleaning["drop"] else None
-    combined = ensemble([row for row in rows if row["name"] in shipped]) if len(shipped) > 1 else None
+    combined = ensemble(list(chosen.values())) if len(chosen) > 1 else None
     reused = sum(run.get("reused", False) for row in rows for run in row["runs"])
     reuse = (f" ({reused} of the {sum(len(row['runs']) for row in rows)} seed runs were finished by an earlier "
              f"invocation in the same output folder and reused; the train time column counts their training)"
@@ -293,15 +324,25 @@ def reproduce_senta(entry, options):
              f"{f' --seeds {options.seeds}' if options.seeds > 1 else ''}`{reuse}. Wall time "
              f"{(time.time() - start) / 60:.1f} min, CPU time {(time.process_time() - start_cpu) / 60:.1f} min in "
              f"all; {machine_description()}; {datetime.date.today().isoformat()}.")
-    vocab = {"vocab": vocab_file, "vocab_sha256": sha256_of(vocab_path)}
-    models = {row["name"]: {"metrics": {"split": "test", "acc": round(row["test_acc"], 4),
-                                        "macro_f1": round(row["test_macro_f1"], 4)},
-                            "weights": {"path": shipped[row["name"]].weights.path, "sha256": row["sha256"],
-                                        **vocab}}
-              for row in rows if row["name"] in shipped}
+    models = {card: _card_fields(row, shipped[card].weights.path, vocab_path) for card, row in chosen.items()}
     own = models.pop(entry.name)
     return {**own, "models": models, "results_name": "senta",
-            "results_text": results_table(rows, facts, peer, combined, uncleaned)}
+            "results_text": results_table(rows, facts, peer, combined, uncleaned,
+                                          {card: row["name"] for card, row in chosen.items()})}
+
+
+def _card_fields(row, weights_path, vocab_path):
+    """What a card that ships ``row`` (a :func:`ship`-ed row) records: its test ``metrics``, its ``config``,
+    its ``weights`` and, for a model on characters, the shared vocabulary as a companion and the override
+    that reads it."""
+    weights = {"path": weights_path, "sha256": row["sha256"]}
+    overrides = []
+    if row["input"] == "char":
+        weights.update(vocab=CHAR_VOCAB, vocab_sha256=sha256_of(vocab_path))
+        overrides = [f"task.vocab={CHAR_VOCAB}"]
+    return {"metrics": {"split": "test", "acc": round(row["test_acc"], 4), "macro_f1": round(row["test_macro_f1"], 4)},
+            "weights": weights, "config": os.path.relpath(os.path.join(CONFIG_DIR, f"{row['name']}.yaml"), ROOT),
+            "overrides": overrides}
 
 
 def _cleaning(spec, splits, options):

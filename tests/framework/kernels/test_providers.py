@@ -4,7 +4,8 @@ Products on small versions of the step shapes (C-ordered, transposed and
 row-strided views, stacks) within 1e-5 relative in float32; float64 gradient
 checks of conv2d, linear and the LSTM/GRU recurrences through the provider;
 the provider off under ``OAR_KERNELS=numpy`` and without its library (NumPy's
-results bit for bit); a bad ``OAR_NUM_THREADS`` is one SettingError; and
+results bit for bit); ``OAR_GEMM_PROVIDER`` (auto takes it on an Intel CPU
+only); a bad ``OAR_NUM_THREADS`` is one SettingError; and
 ``oar bench providers --quick`` through the installed command. Tests that need
 the wheel skip where it is not installed.
 """
@@ -30,9 +31,10 @@ installed = pytest.mark.skipif(providers.find_library() is None, reason="the mkl
 
 @pytest.fixture
 def fresh(monkeypatch):
-    """The provider looked for again in this test (and forgotten after it), with ``OAR_KERNELS`` unset, oar on one
-    thread and every product, however small, sent to it."""
+    """The provider looked for again in this test (and forgotten after it), with ``OAR_KERNELS`` unset, asked for on
+    any CPU (``OAR_GEMM_PROVIDER=mkl``), oar on one thread and every product, however small, sent to it."""
     monkeypatch.setattr(providers, "_state", {})
+    monkeypatch.setenv(providers.PROVIDER_ENV, "mkl")
     monkeypatch.setattr(threadpool, "_threads", 1)
     monkeypatch.setattr(providers, "MIN_MULTIPLY_ADDS", 1)
     monkeypatch.delenv(cpu.KERNELS_ENV, raising=False)
@@ -117,7 +119,7 @@ def test_recurrence_gradcheck_on_the_provider(tmp_path):
     """The compiled GRU and LSTM kernels call the provider's GEMM, float64 gradients by central differences (in a
     process of its own on one thread, where the kernels pick their BLAS when first compiled)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OAR_")}
-    env.update(OAR_NUM_THREADS="1", OAR_HOME=os.environ.get("OAR_HOME", str(tmp_path)))
+    env.update(OAR_NUM_THREADS="1", OAR_GEMM_PROVIDER="mkl", OAR_HOME=os.environ.get("OAR_HOME", str(tmp_path)))
     done = subprocess.run([sys.executable, "-c", RECURRENCE_ON_THE_PROVIDER], capture_output=True, text=True,
                           env=env, cwd=ROOT, timeout=600)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
@@ -147,6 +149,39 @@ def test_off_under_oar_kernels_numpy(fresh, monkeypatch):
     numpy.testing.assert_array_equal(providers.matmul(a, b), numpy.matmul(a, b))
     monkeypatch.delenv(cpu.KERNELS_ENV)
     assert providers.active() is not None
+
+
+@pytest.mark.parametrize("choice, vendor, taken", [
+    (None, "GenuineIntel", True), (None, "AuthenticAMD", False), (None, None, False), ("auto", "GenuineIntel", True),
+    ("mkl", "AuthenticAMD", True), ("mkl", None, True), ("numpy", "GenuineIntel", False), ("NumPy", None, False)])
+def test_auto_takes_the_provider_on_an_intel_cpu_only(fresh, monkeypatch, choice, vendor, taken):
+    """MKL lost to OpenBLAS on every step shape on an AMD EPYC: ``auto`` takes it where the CPU is Intel's."""
+    if choice is None:
+        monkeypatch.delenv(providers.PROVIDER_ENV)
+    else:
+        monkeypatch.setenv(providers.PROVIDER_ENV, choice)
+    monkeypatch.setattr(providers, "cpu_vendor", lambda: vendor)
+    assert providers.wanted() is taken
+    if providers.find_library() is not None:
+        assert (providers.active() is not None) is taken and (providers.kernel_blas() is not None) is taken
+    monkeypatch.setenv(cpu.KERNELS_ENV, "numpy")
+    assert providers.wanted() is False
+
+
+def test_a_bad_provider_choice_is_one_setting_error(fresh, monkeypatch):
+    monkeypatch.setenv(providers.PROVIDER_ENV, "blis")
+    with pytest.raises(SettingError, match=r"^OAR_GEMM_PROVIDER must be one of auto, mkl, numpy, got 'blis'$"):
+        providers.active()
+
+
+def test_cpu_vendor_reads_the_cpu_table(tmp_path):
+    table = tmp_path / "cpuinfo"
+    table.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC\n\nprocessor\t: 1\n"
+                     "vendor_id\t: AuthenticAMD\n", encoding="utf-8")
+    assert providers.cpu_vendor(str(table)) == "AuthenticAMD"
+    (tmp_path / "bare").write_text("processor\t: 0\n", encoding="utf-8")
+    assert providers.cpu_vendor(str(tmp_path / "bare")) is None
+    assert providers.cpu_vendor(str(tmp_path / "missing")) is None
 
 
 def test_absent_library_keeps_numpy(fresh, monkeypatch):

@@ -8,7 +8,7 @@ import pytest
 
 from zoo.reproduce.options import ReproduceOptions
 from zoo.reproduce.peers import noisy_training_lines, out_of_fold_label_confidence
-from zoo.reproduce.senta import ensemble, label_cleaning, reproduce, results_table
+from zoo.reproduce.senta import ensemble, label_cleaning, reproduce, results_table, shipped_rows
 
 from ...nlp.senta.test_task import _toy_config
 
@@ -53,17 +53,29 @@ def test_results_table_reports_the_seeds_the_paired_test_the_ensemble_and_the_pe
     uncleaned = {**peer, "C": 2.0, "test_acc": 0.849}
     combined = ensemble([a, b])                   # mean probabilities: a's 0.9 / 0.1 outweigh b's 0.4 / 0.6
     assert combined["test_pred"] == [1] * 20 + [0] * 10 and combined["test_acc"] == pytest.approx(2 / 3)
-    lines = results_table([a, b], "Command: x.", peer, combined, uncleaned).splitlines()
+    lines = results_table([a, b], "Command: x.", peer, combined, uncleaned,
+                          {"senta_cnn": "senta_cnn", "senta_bow": "senta_bow"}).splitlines()
     # a against the peer: right where the peer is wrong on lines 15-19 (5), wrong where it is right on none
-    assert lines[2] == ("| senta_cnn | char | 3 (shipped: seed 0) | 0.843 | 0.667 | 0.500 | 0.700 ± 0.100 "
+    assert lines[2] == ("| senta_cnn | char | 3 (median: seed 0) | 0.843 | 0.667 | 0.500 | 0.700 ± 0.100 "
                         "(0.600-0.800) | 0.062 | 1.7 min |")
-    assert lines[3].startswith("| senta_bow | char | 1 (shipped: seed 0) | 0.843 | 0.667 | 0.500 | 0.667 | ")
-    assert lines[4] == "| ensemble of the 2 (mean probability) | char | - | 0.667 | 0.667 | 0.400 | - | 0.062 | - |"
+    assert lines[3].startswith("| senta_bow | char | 1 (median: seed 0) | 0.843 | 0.667 | 0.500 | 0.667 | ")
+    assert lines[4] == ("| ensemble of the 2 shipped (mean probability) | char | - | 0.667 | 0.667 | 0.400 | - | 0.062 "
+                        "| - |")
     assert lines[5] == "| peer: TF-IDF + logistic regression (C=4) | char 1-3-grams | - | 0.836 | 0.500 | 0.848 | - | - | - |"
     assert lines[6].startswith("| peer: TF-IDF + logistic regression (C=2), without the label cleaning |")
-    assert lines[-1] == "Command: x."
+    assert lines[-2:] == ["The cards ship, chosen on dev: senta_cnn (senta_cnn), senta_bow (senta_bow).", "Command: x."]
     without = results_table([a], "Command: x.")
     assert "| peer" not in without and "was not measured: scikit-learn is not importable" in without
+
+
+def test_each_card_ships_its_trunk_model_only_where_dev_says_so():
+    rows = [{**_row(name, [True]), "dev_acc": dev} for name, dev in
+            (("senta_bow", 0.84), ("senta_bow_lac", 0.84), ("senta_lstm", 0.836), ("senta_lstm_lac", 0.841),
+             ("senta_gru", 0.84), ("senta_gru_lac", 0.83), ("senta_cnn_lac", 0.9))]
+    chosen = shipped_rows(rows, ["senta_bow", "senta_lstm", "senta_gru", "senta_bilstm"])
+    assert {card: row["name"] for card, row in chosen.items()} == {
+        "senta_bow": "senta_bow",                # a tie keeps the character model
+        "senta_lstm": "senta_lstm_lac", "senta_gru": "senta_gru"}    # no row for senta_bilstm: no card entry
 
 
 def _noisy_splits(rng):
