@@ -216,6 +216,7 @@ ATTRIBUTES = {
     f"{_F}norm.LpNormalize": {"p": number(), "axis": AXIS, "epsilon": EPSILON},
     f"{_F}norm.Normalize": {"view": SHAPE, "axes": AXES, "param_shape": SHAPE, "epsilon": EPSILON},
     f"{_F}pooling.AdaptiveAvgPoolNd": {"weights": sequence(array(), 1)},
+    f"{_F}pooling.SequencePool": {"lengths": array(), "pool_type": choice("max", "average", "max_average")},
     f"{_F}pooling.PoolNd": {"mode": choice("max", "avg"), "kernel": SIZES, "stride": STEPS, "padding": PAIRS,
                             "out": SIZES, "divisor": absent(array())},
     **{f"{_F}reduce.{name}": {"axes": AXES, "keepdim": boolean()} for name in ("LogSumExp", "Mean", "Sum")},

@@ -1,4 +1,5 @@
-"""Converters of the sequence ops: masked linear maps, GRU and LSTM runs with lengths, hashed n-grams.
+"""Converters of the sequence ops: masked linear maps, GRU and LSTM runs with lengths, pooling over the valid
+positions, hashed n-grams.
 
 **GRU.** oar's ``DynamicGRU`` (Paddle's ``gru`` op) takes inputs already
 projected, gate columns ``[u | r | c]``, adds its bias and computes
@@ -19,6 +20,7 @@ candidate) into ONNX's (f, h, g).
 import numpy
 
 from ..ops.common import HashedNgrams
+from ..ops.pooling import SequencePool
 from ..ops.rnn import DynamicGRU, DynamicLSTM, SequenceLinear
 from .errors import UnsupportedOpError
 from .graph import INT64_MAX, converts
@@ -42,6 +44,26 @@ def sequence_linear(g, node, inputs):
         return y
     zero = g.const(numpy.zeros((), dtype=g.dtype(node.inputs[0])))
     return g.op("Where", [_valid(g, x, lengths), y, zero])
+
+
+@converts(SequencePool)
+def sequence_pool(g, node, inputs):
+    """The max (padding as -inf) and / or the mean (padding as 0, over max(length, 1)) over axis 1; an empty
+    sequence's max is 0."""
+    x, = inputs
+    dtype = g.dtype(node.inputs[0])
+    lengths = g.ref(node.attrs["lengths"])
+    valid, pool_type, pools = _valid(g, x, lengths), node.attrs["pool_type"], []
+    if pool_type != "average":
+        scores = g.op("Where", [valid, x, g.const(numpy.array(-numpy.inf, dtype=dtype))])
+        top = g.reduce("ReduceMax", scores, [1], False)
+        some = g.unsqueeze(g.op("Greater", [lengths, g.const(numpy.int64(0))]), [1])
+        pools.append(g.op("Where", [some, top, g.const(numpy.zeros((), dtype=dtype))]))
+    if pool_type != "max":
+        total = g.reduce("ReduceSum", g.op("Where", [valid, x, g.const(numpy.zeros((), dtype=dtype))]), [1], False)
+        count = g.op("Max", [g.cast(lengths, dtype), g.const(numpy.ones((), dtype=dtype))])
+        pools.append(g.op("Div", [total, g.unsqueeze(count, [1])]))
+    return pools[0] if len(pools) == 1 else g.op("Concat", pools, axis=1)
 
 
 def _recurrent(g, op_type, x, w, r, bias, states, lengths, reverse, peepholes=None, **attributes):

@@ -1,10 +1,13 @@
-"""Max and average pooling over 1, 2 or 3 spatial dimensions, and adaptive average pooling.
+"""Max and average pooling over 1, 2 or 3 spatial dimensions, adaptive average pooling, and pooling over
+the valid positions of a padded batch of sequences (:func:`sequence_pool`).
 
 Window pooling shares one N-d implementation: a running max (with the index
 of the first maximum) or sum over one strided view of the padded input per
 kernel offset (``framework.kernels.im2col.windows``); the backward pass adds
 each offset's share of the gradient back (``add_windows``). Adaptive average
-pooling is separable: one averaging matrix per spatial dimension.
+pooling is separable: one averaging matrix per spatial dimension. Sequence
+pooling is one entry pair of :mod:`framework.kernels.sequence_pool`: the max and
+the mean of a sequence from one read of the input.
 """
 import functools
 import math
@@ -13,11 +16,16 @@ import numpy
 
 from .. import threadpool
 from ..kernels.im2col import add_windows, pad, windows
+from ..kernels.sequence_pool import sequence_pool_backward, sequence_pool_forward
 from ..tensor import Function, OpError
 from .conv import conv_geometry, per_dim
+from .rnn import sequence_lengths
+from .utils import check_float
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
-           "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d"]
+           "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "sequence_pool"]
+
+SEQUENCE_POOLS = ("max", "average", "max_average")    # what sequence_pool takes
 
 
 class PoolNd(Function):
@@ -214,3 +222,38 @@ def adaptive_avg_pool2d(x, output_size):
 def adaptive_avg_pool3d(x, output_size):
     """Average pooling to a fixed (D_out, H_out, W_out). x (N, C, D, H, W) -> (N, C, D_out, H_out, W_out)."""
     return _adaptive_avg_pool(3, x, output_size)
+
+
+class SequencePool(Function):
+    """The max and / or the mean over each sequence's valid positions; attributes ``lengths`` (N,) int64 and
+    ``pool_type`` (one of :data:`SEQUENCE_POOLS`)."""
+
+    def forward(self, x):
+        self.shape = x.shape
+        top, self.where, mean = sequence_pool_forward(x, self.lengths, self.pool_type != "average",
+                                                      self.pool_type != "max")
+        if self.pool_type == "max_average":
+            return self.xp.concatenate([top, mean], axis=1)
+        return top if self.pool_type == "max" else mean
+
+    def backward(self, gy):
+        width = self.shape[2]
+        grad_max = gy[:, :width] if self.pool_type != "average" else None
+        grad_mean = gy[:, -width:] if self.pool_type != "max" else None
+        return sequence_pool_backward(grad_max, self.where, grad_mean, self.lengths, self.shape)
+
+
+def sequence_pool(x, lengths, pool_type="max"):
+    """Pool each sequence of a padded batch over its valid positions t < lengths[n] (Paddle's ``sequence_pool``):
+    ``max``, ``average`` (the mean), or ``max_average`` (both side by side, max first). Positions past a length
+    neither count nor get a gradient; a sequence of length 0 pools to 0.
+
+    Shapes: x (N, L, D) float, lengths (N,) ints in [0, L] or None (every sequence L long) -> (N, D), or
+    (N, 2 D) for ``max_average``.
+    """
+    check_float(x, "sequence_pool")
+    if x.ndim != 3:
+        raise OpError(f"sequence_pool: expected x of shape (N, L, D), got {x.shape}")
+    if pool_type not in SEQUENCE_POOLS:
+        raise OpError(f"sequence_pool: pool_type must be one of {', '.join(SEQUENCE_POOLS)}, got {pool_type!r}")
+    return SequencePool.apply(x, lengths=sequence_lengths(lengths, x, "sequence_pool"), pool_type=pool_type)

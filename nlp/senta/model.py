@@ -41,7 +41,7 @@ from nlp.lac.encoder import build_trunk
 from nlp.pretrain.vectors import start_embedding
 
 __all__ = ["SentaBOW", "SentaCNN", "SentaGRU", "SentaLSTM", "SentaBiLSTM", "NGramEmbedding", "hash_ngrams",
-           "mask_bias", "masked_max", "masked_mean", "pool_over_time", "TIME_POOLINGS"]
+           "mask_bias", "pool_over_time", "TIME_POOLINGS"]
 
 _NEG_INF = float("-inf")
 TIME_POOLINGS = ("max", "maxmean")    # the poolings over time of the CNN and the RNNs (the RNNs add 'attention')
@@ -57,23 +57,10 @@ def mask_bias(mask, dtype):
                            framework.to_tensor(numpy.full((), _NEG_INF, dtype), device=device))
 
 
-def masked_max(h, mask):
-    """Max of h (N, L, D) over the valid positions of mask (N, L): (N, D)."""
-    return (h + mask_bias(mask, h.dtype).unsqueeze(-1)).max(axis=1)             # (N, L, D) + (N, L, 1)
-
-
-def masked_mean(h, mask):
-    """Mean of h (N, L, D) over the valid positions of mask (N, L): (N, D)."""
-    keep = mask.astype(h.dtype).unsqueeze(-1)                                  # (N, L, 1)
-    return (h * keep).sum(axis=1) / keep.sum(axis=1)
-
-
-def pool_over_time(h, mask, pooling):
-    """Pool h (N, L, D) over the valid positions of mask (N, L): ``max`` -> (N, D); ``maxmean`` -> (N, 2 D),
-    the max then the mean."""
-    if pooling == "max":
-        return masked_max(h, mask)
-    return framework.concat([masked_max(h, mask), masked_mean(h, mask)], axis=-1)
+def pool_over_time(h, lengths, pooling):
+    """Pool h (N, L, D) over each sequence's valid positions t < lengths[n] (lengths (N,) or None: all L):
+    ``max`` -> (N, D); ``maxmean`` -> (N, 2 D), the max then the mean (one pass, :func:`F.sequence_pool`)."""
+    return F.sequence_pool(h, lengths, "max" if pooling == "max" else "max_average")
 
 
 def _pooled_width(pooling, width):
@@ -291,7 +278,7 @@ class SentaCNN(_Senta):
 
     def encode(self, ids, emb, mask, lengths):
         h = F.tanh(self.conv(emb.transpose([0, 2, 1])))                   # (N, filters, L)
-        return pool_over_time(h.transpose([0, 2, 1]), mask, self.pooling)  # (N, L, filters) -> (N, features)
+        return pool_over_time(h.transpose([0, 2, 1]), lengths, self.pooling)  # (N, L, filters) -> (N, features)
 
 
 class _SentaRNN(_Senta):
@@ -322,7 +309,7 @@ class _SentaRNN(_Senta):
     def encode(self, ids, emb, mask, lengths):
         h, _ = self.rnn(emb, lengths)                                      # (N, L, D)
         if self.pooling != "attention":
-            return pool_over_time(h, mask, self.pooling)
+            return pool_over_time(h, lengths, self.pooling)
         scores = self.attention_score(F.tanh(self.attention(h))).squeeze(-1)   # (N, L, 1) -> (N, L)
         weights = F.softmax(scores + mask_bias(mask, scores.dtype), axis=1)
         return (weights.unsqueeze(-1) * h).sum(axis=1)                     # (N, L, 1) * (N, L, D) -> (N, D)

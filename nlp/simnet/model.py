@@ -46,11 +46,6 @@ FLOAT32_BUFFERS = ("threshold",)
 _DEFAULT_THRESHOLD = {"pointwise": 0.5, "pairwise": 0.5}
 
 
-def _masked_max(h, mask):
-    """Max of h (N, L, D) over the valid positions of mask (N, L): (N, D)."""
-    return framework.where(mask.unsqueeze(-1), h, float("-inf")).max(axis=1)
-
-
 class _SimNet(nn.Layer):
     """The shared parts: embedding (row ``padding_idx`` zero) or LAC's trunk (``trunk``, a built
     :class:`~nlp.lac.encoder.LacEncoder`), the head and the threshold buffer.
@@ -174,7 +169,7 @@ class SimNetCNN(_SimNet):
     def encode_embedded(self, emb, mask, lengths):
         channels_first = emb.transpose([0, 2, 1])                             # (N, E, L)
         features = [F.relu(conv(channels_first)).transpose([0, 2, 1]) for conv in self.convs]   # (N, L, F) each
-        pooled = [_masked_max(h, mask) for h in features]                                      # (N, F) each
+        pooled = [F.sequence_pool(h, lengths, "max") for h in features]                         # (N, F) each
         return pooled[0] if len(pooled) == 1 else framework.concat(pooled, axis=-1)
 
 
@@ -191,7 +186,7 @@ class _SimNetRNN(_SimNet):
 
     def encode_embedded(self, emb, mask, lengths):
         h, _ = self.rnn(emb, lengths)                                          # (N, L, D)
-        return _masked_max(h, mask)
+        return F.sequence_pool(h, lengths, "max")
 
 
 class SimNetGRU(_SimNetRNN):

@@ -1,4 +1,5 @@
-"""Specs for framework/ops/pooling.py: references loop over output positions."""
+"""Specs for framework/ops/pooling.py: references loop over output positions (for sequence pooling, over each
+sequence's valid positions)."""
 import itertools
 import math
 
@@ -79,6 +80,35 @@ def _rejects_bad_input(outs, arrays):
         with pytest.raises(OpError, match=op):
             call()
 
+def sequence_pool_reference(x, lengths, pool_type):
+    """Max and / or mean of each sequence's first lengths[n] rows, one sequence at a time (0 for an empty one)."""
+    pools = []
+    for n, length in enumerate(lengths):
+        rows = x[n, :length]
+        top = rows.max(axis=0) if length else numpy.zeros(x.shape[2])
+        mean = rows.sum(axis=0) / length if length else numpy.zeros(x.shape[2])
+        pools.append({"max": [top], "average": [mean], "max_average": [top, mean]}[pool_type])
+    return numpy.stack([numpy.concatenate(p) for p in pools])
+
+
+def _sequence_spec(pool_type, lengths):
+    def check(outputs, inputs):      # padding never counts: a huge value past the lengths changes nothing
+        x, lengths_ = inputs
+        far = x.copy()
+        for n, length in enumerate(lengths_):
+            far[n, length:] = 1e6
+        again = F.sequence_pool(Tensor(far), Tensor(lengths_), pool_type).numpy()
+        numpy.testing.assert_array_equal(again, outputs[0].numpy())
+        with pytest.raises(OpError, match="pool_type must be one of max, average, max_average, got 'sum'"):
+            F.sequence_pool(Tensor(x), Tensor(lengths_), "sum")
+        with pytest.raises(OpError, match=r"lengths must lie in \[0, 5\]"):
+            F.sequence_pool(Tensor(x), Tensor(numpy.full(len(x), 6)), pool_type)
+    return OpSpec("sequence_pool", lambda x, lengths: F.sequence_pool(x, lengths, pool_type),
+                  lambda rng: [rng.uniform(-1, 1, (len(lengths), 5, 3)), numpy.array(lengths, dtype=numpy.int64)],
+                  lambda x, lengths: sequence_pool_reference(x, lengths, pool_type), check=check,
+                  id=f"pooling.sequence_pool[{pool_type}, lengths={lengths}]")
+
+
 SPECS = [
     _pool_spec("max", (2, 3, 8), 2),
     _pool_spec("max", (2, 2, 9), 3, 2, 1, ceil_mode=True),
@@ -100,4 +130,6 @@ SPECS = [
     _adaptive_spec((2, 3, 7, 5), (3, 2)),
     _adaptive_spec((2, 2, 6, 6), 1),
     _adaptive_spec((1, 2, 5, 7, 6), (2, 3, 4)),
+    *[_sequence_spec(pool_type, lengths) for pool_type in ("max", "average", "max_average")
+      for lengths in ([5, 2, 4, 1], [5, 0, 3, 5])],
 ]

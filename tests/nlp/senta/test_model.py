@@ -6,7 +6,7 @@ import framework
 from framework.registry import MODELS
 from nlp.common import lengths_mask
 from nlp.senta.model import (NGramEmbedding, SentaBiLSTM, SentaBOW, SentaCNN, SentaGRU, SentaLSTM, hash_ngrams,
-                              masked_max, pool_over_time)
+                              pool_over_time)
 
 V = 40
 SMALL = {
@@ -163,12 +163,11 @@ def test_bow_ngrams_pool_hashed_ngrams_inside_each_sequence(pooling):
                                   rtol=1e-5, atol=1e-6)
 
 
-def test_masked_max_takes_valid_positions_only_and_routes_the_gradient_there():
+def test_max_pooling_takes_valid_positions_only_and_routes_the_gradient_there():
     h = framework.to_tensor(numpy.array([[[1.0, -5.0], [3.0, -4.0], [9.0, 9.0]],
                                          [[-2.0, -7.0], [8.0, 8.0], [8.0, 8.0]]], dtype=numpy.float32),
                             requires_grad=True)
-    mask = lengths_mask(framework.to_tensor(numpy.zeros((2, 3), numpy.int64)), framework.to_tensor(numpy.array([2, 1])))
-    out = masked_max(h, mask)
+    out = pool_over_time(h, framework.to_tensor(numpy.array([2, 1])), "max")
     numpy.testing.assert_array_equal(out.numpy(), [[3.0, -4.0], [-2.0, -7.0]])
     out.sum().backward()
     numpy.testing.assert_array_equal(h.grad.numpy(), [[[0, 0], [1, 1], [0, 0]], [[1, 1], [0, 0], [0, 0]]])
@@ -176,10 +175,10 @@ def test_masked_max_takes_valid_positions_only_and_routes_the_gradient_there():
 
 def test_maxmean_pools_the_max_then_the_mean_of_valid_positions_and_doubles_the_features():
     h = numpy.array([[[1.0, -5.0], [3.0, -4.0], [9.0, 9.0]], [[-2.0, -7.0], [8.0, 8.0], [8.0, 8.0]]], numpy.float32)
-    mask = lengths_mask(framework.to_tensor(numpy.zeros((2, 3), numpy.int64)), framework.to_tensor(numpy.array([2, 1])))
-    pooled = pool_over_time(framework.to_tensor(h), mask, "maxmean").numpy()
+    lengths = framework.to_tensor(numpy.array([2, 1]))
+    pooled = pool_over_time(framework.to_tensor(h), lengths, "maxmean").numpy()
     numpy.testing.assert_allclose(pooled, [[3.0, -4.0, 2.0, -4.5], [-2.0, -7.0, -2.0, -7.0]])
-    numpy.testing.assert_array_equal(pool_over_time(framework.to_tensor(h), mask, "max").numpy(), pooled[:, :2])
+    numpy.testing.assert_array_equal(pool_over_time(framework.to_tensor(h), lengths, "max").numpy(), pooled[:, :2])
     assert SentaBiLSTM(V, emb_dim=6, hidden=5, hidden2=4, pooling="maxmean").classifier.fc.weight.shape == (20, 4)
     assert SentaCNN(V, emb_dim=6, filters=5, hidden2=4, pooling="maxmean").classifier.fc.weight.shape == (10, 4)
 
