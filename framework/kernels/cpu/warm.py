@@ -92,13 +92,22 @@ def _adam(dtype):
     return ["adam_elements"]
 
 
+def _sequence_pool(dtype):
+    from . import sequence_pool
+    x, lengths = numpy.ones((2, 3, 2), dtype=dtype), numpy.array([3, 1], dtype=numpy.int64)
+    top, mean, where = numpy.empty((2, 2), dtype), numpy.empty((2, 2), dtype), numpy.empty((2, 2), numpy.int64)
+    sequence_pool.pool_rows(x, lengths, 0, 2, top, where, mean)
+    sequence_pool.pool_rows_backward(top, where, mean, lengths, 0, 2, numpy.empty_like(x))
+    return ["pool_rows", "pool_rows_backward"]
+
+
 def warmup(progress=None):
     """See :func:`framework.kernels.cpu.warmup`."""
     began = time.perf_counter()
     from . import compiler
     names = []
     for dtype in (numpy.float32, numpy.float64):
-        for family in (_recurrent, _crf, _depthwise, _affine, _batch_norm, _scatter, _adam):
+        for family in (_recurrent, _crf, _depthwise, _affine, _batch_norm, _scatter, _adam, _sequence_pool):
             done = [f"{name}[{numpy.dtype(dtype).name}]" for name in family(dtype)]
             names += done
             if progress is not None:
