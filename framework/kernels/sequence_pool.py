@@ -26,7 +26,7 @@ def sequence_pool_forward(x, lengths, want_max, want_mean):
     xp = backend.get_array_module(x)
     if xp is numpy and cpu.enabled() and x.dtype in (numpy.float32, numpy.float64):
         from .cpu.sequence_pool import pool_rows
-        x = numpy.ascontiguousarray(x)
+        x, lengths = numpy.ascontiguousarray(x), numpy.ascontiguousarray(lengths)
         n, _, d = x.shape
         top, where, mean = numpy.empty((n, d), x.dtype), numpy.empty((n, d), numpy.int64), numpy.empty((n, d), x.dtype)
         threadpool.run_chunks(lambda first, stop: pool_rows(x, lengths, first, stop, top, where, mean), n,
@@ -59,6 +59,7 @@ def sequence_pool_backward(grad_max, where, grad_mean, lengths, shape):
         top = zeros if grad_max is None else numpy.ascontiguousarray(grad_max)
         mean = zeros if grad_mean is None else numpy.ascontiguousarray(grad_mean)
         spots = numpy.zeros((shape[0], shape[2]), numpy.int64) if where is None else where
+        lengths = numpy.ascontiguousarray(lengths)
         threadpool.run_chunks(lambda first, stop: pool_rows_backward(top, spots, mean, lengths, first, stop, gx),
                               shape[0], shape[1] * shape[2])
         return gx
