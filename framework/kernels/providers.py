@@ -12,10 +12,11 @@ Chosen automatically on an Intel CPU when ``OAR_KERNELS`` is not ``numpy`` and
 the installed ``mkl`` distribution's ``libmkl_rt`` loads (found through its
 file list, loaded with ctypes, once per process); otherwise everything stays on
 NumPy, which is the reference. On an AMD EPYC MKL lost to NumPy's OpenBLAS on
-every step shape measured (0.53-1.04x its rate on one thread, ``oar bench
+every step shape measured (0.22-1.06x its rate on one thread, ``oar bench
 providers`` in ``docs/RESULTS.md``), so ``OAR_GEMM_PROVIDER=auto`` (the
 default) takes it only where ``/proc/cpuinfo`` names the vendor
-``GenuineIntel``; ``mkl`` takes it on any CPU, ``numpy`` never. The compiled recurrent kernels take it at any thread count
+``GenuineIntel``; ``mkl`` takes it on any CPU, ``numpy`` never. The compiled
+recurrent kernels take it at any thread count
 (:func:`kernel_blas`): their step GEMMs run on one thread a row part, where MKL
 beats OpenBLAS most. oar's other GEMMs take it (:func:`active`) only when oar
 runs on at most :data:`MAX_THREADS` threads: on two, with MKL's threaded GEMMs,

@@ -31,7 +31,7 @@ def sequence_pool_forward(x, lengths, want_max, want_mean):
         top, where, mean = numpy.empty((n, d), x.dtype), numpy.empty((n, d), numpy.int64), numpy.empty((n, d), x.dtype)
         threadpool.run_chunks(lambda first, stop: pool_rows(x, lengths, first, stop, top, where, mean), n,
                               x.shape[1] * d)
-        return (top, where, None) if not want_mean else (top, where, mean) if want_max else (None, None, mean)
+        return (top if want_max else None, where if want_max else None, mean if want_mean else None)
     valid = xp.arange(x.shape[1])[None, :] < lengths[:, None]                                       # (N, L)
     top = where = mean = None
     if want_max:
@@ -55,10 +55,10 @@ def sequence_pool_backward(grad_max, where, grad_mean, lengths, shape):
     if xp is numpy and cpu.enabled() and some.dtype in (numpy.float32, numpy.float64):
         from .cpu.sequence_pool import pool_rows_backward
         gx = numpy.empty(shape, some.dtype)
-        zeros = numpy.zeros((shape[0], shape[2]), some.dtype)
+        zeros = numpy.zeros((shape[0], shape[2]), some.dtype)           # the gradient of a pool not taken
         top = zeros if grad_max is None else numpy.ascontiguousarray(grad_max)
         mean = zeros if grad_mean is None else numpy.ascontiguousarray(grad_mean)
-        spots = numpy.zeros((shape[0], shape[2]), numpy.int64) if where is None else where
+        spots = zeros.astype(numpy.int64) if where is None else where
         lengths = numpy.ascontiguousarray(lengths)
         threadpool.run_chunks(lambda first, stop: pool_rows_backward(top, spots, mean, lengths, first, stop, gx),
                               shape[0], shape[1] * shape[2])

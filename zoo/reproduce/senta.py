@@ -312,7 +312,8 @@ def reproduce_senta(entry, options):
     rows = reproduce(names, options, extra_overrides=extra)
     chosen = {card: ship(row, destination(options, shipped[card].weights.path), options.device)
               for card, row in shipped_rows(rows, shipped).items()}
-    rows = [next((done for done in chosen.values() if done["name"] == row["name"]), row) for row in rows]
+    exported = {row["name"]: row for row in chosen.values()}          # scored again from the float16 files
+    rows = [exported.get(row["name"], row) for row in rows]
     peer = _measured_peer(splits, cleaning["drop"] if cleaning else frozenset())
     uncleaned = _measured_peer(splits, frozenset()) if cleaning and cleaning["drop"] else None
     combined = ensemble(list(chosen.values())) if len(chosen) > 1 else None
