@@ -114,9 +114,9 @@ def active():
     """The :class:`Provider` oar's GEMMs outside the compiled kernels run on now, or None (not :func:`wanted`,
     more than :data:`MAX_THREADS` threads, or no provider installed). The settings and the thread count are
     read on every call; the library is looked for and loaded once per process."""
-    if threadpool.num_threads() > MAX_THREADS:
+    if not wanted() or threadpool.num_threads() > MAX_THREADS:    # the setting checked first, on every call
         return None
-    return _installed()
+    return _loaded()
 
 
 def cpu_vendor(path="/proc/cpuinfo"):
@@ -143,10 +143,8 @@ def wanted():
     return choice == "mkl" or cpu_vendor() == _VENDOR
 
 
-def _installed():
-    """The loaded provider when :func:`wanted` and installed, else None (the library loaded once per process)."""
-    if not wanted():
-        return None
+def _loaded():
+    """The loaded provider, or None where none is installed (looked for and loaded once per process)."""
     if "provider" not in _state:
         _state["provider"] = load(find_library())
     return _state["provider"]
@@ -155,7 +153,7 @@ def _installed():
 def kernel_blas():
     """(library path, [sgemm, dgemm] addresses, 64-bit sizes, per-thread thread setter) for compiled kernels
     when the provider is installed and :func:`wanted`, at any thread count; else None."""
-    provider = _installed()
+    provider = _loaded() if wanted() else None
     if provider is None:
         return None
     return provider.path, provider.addresses, True, provider.set_threads_local

@@ -49,6 +49,13 @@ def test_a_bad_kernel_choice_is_one_line_naming_the_variable(tmp_path):
     assert one_error(err) == "oar: error: OAR_KERNELS must be one of numba, numpy, got 'bogus'"
 
 
+@pytest.mark.parametrize("args", [("warmup",), ("run", "senta_lstm", "--input_text", "好评")])
+def test_a_bad_gemm_provider_is_one_line_naming_the_variable(tmp_path, args):
+    code, out, err = oar(*args, home=tmp_path, env={"OAR_GEMM_PROVIDER": "blis"})
+    assert code == 1 and out == ""
+    assert one_error(err) == "oar: error: OAR_GEMM_PROVIDER must be one of auto, mkl, numpy, got 'blis'"
+
+
 def test_a_bad_debug_flag_is_one_line(tmp_path):
     code, _, err = oar("list", home=tmp_path, env={"OAR_DEBUG": "maybe"})
     assert code == 1 and "OAR_DEBUG must be one of 1, true" in one_error(err)
