@@ -17,6 +17,6 @@ props = cupy.cuda.runtime.getDeviceProperties(0)
 print("cupy", cupy.__version__, "numpy", numpy.__version__, "cuda runtime", cupy.cuda.runtime.runtimeGetVersion(),
       "device", props["name"].decode(), "devices", cupy.cuda.runtime.getDeviceCount())
 PY
-timeout "$test_seconds" python3 -m pytest -m gpu -p no:cacheprovider -q -rfE --junitxml "$out/gpu_tests.xml" \
+timeout "$test_seconds" python3 -m pytest -m gpu -n 0 -p no:cacheprovider -q -rfE --junitxml "$out/gpu_tests.xml" \
     tests/test_gpu_models.py tests/framework tests/nlp/lac/test_task.py 2>&1 | tee "$out/gpu_tests.log"
 timeout "$bench_seconds" python3 tools/bench.py gpu --out "$out/bench_gpu.json" 2>&1 | tee "$out/bench_gpu.log"
