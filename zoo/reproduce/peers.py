@@ -8,7 +8,9 @@
 - :func:`out_of_fold_label_confidence` and :func:`noisy_training_lines`: the
   label cleaning of the Senta training lines (confident-learning style: the
   peer's k-fold probability of each line's own label; the lines below a
-  threshold are dropped, for the peer and the models alike).
+  threshold are dropped, for the peer and the models alike);
+  :func:`out_of_fold_probabilities`, the same k-fold probabilities of both
+  classes, are the teacher a distilled Senta model learns from.
 - :func:`matching_tfidf_peer`: logistic regression on ``[|a - b|, a * b]`` of
   the TF-IDF vectors of character 1-2-grams of a pair's two texts; C and the
   threshold chosen on dev.
@@ -28,7 +30,8 @@ from nlp.senta.metrics import scores_of
 from nlp.simnet.metrics import best_threshold
 
 __all__ = ["SENTIMENT_C_GRID", "MATCHING_C_GRID", "sentiment_splits", "sentiment_tfidf_peer",
-           "out_of_fold_label_confidence", "noisy_training_lines", "matching_tfidf_peer", "word_overlap_peer"]
+           "out_of_fold_probabilities", "out_of_fold_label_confidence", "noisy_training_lines", "matching_tfidf_peer",
+           "word_overlap_peer"]
 
 SENTIMENT_C_GRID = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 MATCHING_C_GRID = (1.0, 4.0, 16.0, 64.0)
@@ -97,18 +100,23 @@ def sentiment_tfidf_peer(splits, c_grid=SENTIMENT_C_GRID, drop=frozenset()):
             "test_acc": test["acc"], "test_macro_f1": test["macro_f1"], "test_pred": test["pred"]}
 
 
-def out_of_fold_label_confidence(texts, labels, folds=5, c=4.0, seed=0):
-    """The peer's out-of-fold probability of each training line's own label: ``texts`` (N str) and ``labels``
+def out_of_fold_probabilities(texts, labels, folds=5, c=4.0, seed=0):
+    """The peer's out-of-fold class probabilities of each training line: ``texts`` (N str) and ``labels``
     (N ints 0/1) split into ``folds`` stratified folds (shuffled with ``seed``); each fold is scored by the
-    peer (TF-IDF char 1-3-grams + logistic regression at ``c``) fitted on the other folds. Returns (N,) float64."""
+    peer (TF-IDF char 1-3-grams + logistic regression at ``c``) fitted on the other folds. Returns (N, 2) float64."""
     vectorizer_class, regression = _sklearn("label cleaning", "`oar reproduce senta`")
     from sklearn.model_selection import StratifiedKFold, cross_val_predict
     from sklearn.pipeline import make_pipeline
-    labels = numpy.asarray(labels)
     peer = make_pipeline(_sentiment_vectorizer(vectorizer_class), regression(C=c, max_iter=2000))
-    probabilities = cross_val_predict(peer, list(texts), labels, method="predict_proba",
-                                      cv=StratifiedKFold(folds, shuffle=True, random_state=seed))
-    return probabilities[numpy.arange(len(labels)), labels]
+    return cross_val_predict(peer, list(texts), numpy.asarray(labels), method="predict_proba",
+                             cv=StratifiedKFold(folds, shuffle=True, random_state=seed))
+
+
+def out_of_fold_label_confidence(texts, labels, folds=5, c=4.0, seed=0):
+    """The peer's out-of-fold probability of each training line's own label (:func:`out_of_fold_probabilities`,
+    same arguments). Returns (N,) float64."""
+    probabilities = out_of_fold_probabilities(texts, labels, folds, c, seed)
+    return probabilities[numpy.arange(len(labels)), numpy.asarray(labels)]
 
 
 def noisy_training_lines(confidence, threshold):

@@ -1,5 +1,6 @@
-"""The review corpus split rule, the real corpus counts, the drop files of label cleaning and the user
-label-file reader."""
+"""The review corpus split rule, the real corpus counts, the drop files of label cleaning, the teacher files of
+distillation and the user label-file reader."""
+import numpy
 import pytest
 
 from framework.config import ConfigError
@@ -7,7 +8,7 @@ from framework.errors import MissingFileError
 from framework.fetch import FetchError
 from nlp.senta.data import (LABEL_NAMES, SentimentFile, SentimentReviews, file_label_names, label_names,
                               load_reviews, parse_label, read_drop_file, read_label_file, read_label_names,
-                              split_reviews, write_drop_file)
+                              read_teacher_file, split_reviews, write_drop_file, write_teacher_file)
 from nlp.data.text import TextFormatError
 
 
@@ -59,10 +60,53 @@ def test_a_drop_file_leaves_its_lines_out_of_train_only(corpus, tmp_path):
     assert len(cleaned) == 13888 - 3 and cleaned.drop == path
     assert cleaned[0] == {"text": corpus["train"][1][0], "label": corpus["train"][1][1]}
     assert not set(dropped) & {item["text"] for item in cleaned}
-    with pytest.raises(ConfigError, match="drop cleans the train split only, not 'test'"):
+    with pytest.raises(ConfigError, match="drop applies to the train split only, not 'test'"):
         SentimentReviews("test", drop=path)
     with pytest.raises(MissingFileError, match="drop file not found: .*none.txt"):
         SentimentReviews("train", drop=str(tmp_path / "none.txt"))
+
+
+def test_a_teacher_file_gives_each_kept_training_line_its_probabilities(corpus, tmp_path):
+    texts = [text for text, _ in corpus["train"]]
+    rng = numpy.random.default_rng(0)
+    positive = rng.uniform(size=len(texts))
+    probabilities = numpy.stack([1 - positive, positive], axis=1)
+    teacher, drop = str(tmp_path / "teacher.txt"), str(tmp_path / "drop.txt")
+    write_teacher_file(teacher, texts, probabilities)
+    table = read_teacher_file(teacher, 2)
+    assert numpy.allclose([table[text] for text in texts], probabilities, atol=1e-6)
+    write_drop_file(drop, texts[:2])
+    dataset = SentimentReviews("train", drop=drop, teacher=teacher)
+    assert len(dataset) == 13886
+    assert dataset[0]["text"] == texts[2] and dataset[0]["soft"] == table[texts[2]]
+    assert "soft" not in SentimentReviews("train")[0]
+    with pytest.raises(ConfigError, match="teacher applies to the train split only, not 'dev'"):
+        SentimentReviews("dev", teacher=teacher)
+    write_teacher_file(teacher, texts[1:], probabilities[1:])
+    with pytest.raises(TextFormatError, match="no probabilities for 1 of the 13888 training lines"):
+        SentimentReviews("train", teacher=teacher)
+    with pytest.raises(MissingFileError, match="teacher file not found"):
+        SentimentReviews("train", teacher=str(tmp_path / "none.txt"))
+
+
+def test_a_users_file_takes_a_teacher_of_its_own_classes(tmp_path):
+    data = tmp_path / "three.tsv"
+    data.write_text("good\tgreat\nbad\tawful\nneutral\tok\n", encoding="utf-8")
+    teacher = str(tmp_path / "teacher.txt")
+    write_teacher_file(teacher, ["great", "awful", "ok"], [[0.1, 0.8, 0.1], [0.7, 0.2, 0.1], [0.2, 0.2, 0.6]])
+    items = list(SentimentFile(str(data), teacher=teacher))
+    assert [item["soft"] for item in items] == [(0.1, 0.8, 0.1), (0.7, 0.2, 0.1), (0.2, 0.2, 0.6)]
+    write_teacher_file(teacher, ["great", "awful", "ok"], [[0.2, 0.8], [0.7, 0.3], [0.4, 0.6]])
+    with pytest.raises(TextFormatError, match="teacher.txt:1: expected 3 class probabilities"):
+        SentimentFile(str(data), teacher=teacher)
+
+
+@pytest.mark.parametrize("line", ["0.5\ttext", "0.5 0.6\ttext", "-0.5 1.5\ttext", "a b\ttext", "0.5 0.5 text"])
+def test_a_bad_teacher_line_is_named_by_file_and_line(tmp_path, line):
+    path = tmp_path / "teacher.txt"
+    path.write_text("0.25 0.75\tgood\n" + line + "\n", encoding="utf-8")
+    with pytest.raises(TextFormatError, match=r"teacher.txt:2: expected 2 class probabilities summing to 1"):
+        read_teacher_file(str(path), 2)
 
 
 def test_label_file_reads_header_names_and_tabs_in_text(tmp_path):

@@ -1,4 +1,5 @@
-"""SentimentClassification: macro-F1, the collator, predictions on bad input, training from a config, configs."""
+"""SentimentClassification: macro-F1, the collator, the teacher's targets, predictions on bad input, training from a
+config, configs."""
 import glob
 import json
 import os
@@ -32,6 +33,30 @@ def test_collator_truncates_pads_and_never_gives_an_empty_sequence():
     numpy.testing.assert_array_equal(batch["lengths"], [3, 1, 2])
     numpy.testing.assert_array_equal(batch["label"], [1, 0, 1])
     assert set(collate([{"text": "c"}])) == {"ids", "lengths"}
+    soft = collate([{"text": "a", "label": 1, "soft": (0.2, 0.8)}, {"text": "b", "label": 0, "soft": (0.9, 0.1)}])
+    numpy.testing.assert_array_equal(soft["soft"], numpy.float32([[0.2, 0.8], [0.9, 0.1]]))
+
+
+def test_a_teachers_probabilities_mix_into_the_targets_by_teacher_weight(tmp_path):
+    path = tmp_path / "vocab.txt"
+    Vocab(CHARS).save(str(path))
+    model = MODELS.build({"type": "SentaBOW", "vocab_size": len(CHARS) + 2, "emb_dim": 8, "hidden": 6})
+    task = TASKS.build({"type": "SentimentClassification", "vocab": str(path), "label_smoothing": 0.1,
+                        "teacher_weight": 0.25}, model=model)
+    model.eval()
+    batch = task.collate_fn([{"text": "好很", "label": 1, "soft": (0.4, 0.6)},
+                             {"text": "差", "label": 0, "soft": (0.3, 0.7)}])
+    tensors = {key: framework.to_tensor(value) for key, value in batch.items()}
+    logits = model(tensors["ids"], tensors["lengths"]).numpy().astype(numpy.float64)
+    log_p = logits - numpy.log(numpy.exp(logits).sum(axis=1, keepdims=True))
+    target = numpy.array([[0.75 * 0 + 0.25 * 0.4, 0.75 * 1 + 0.25 * 0.6], [0.75 + 0.25 * 0.3, 0.25 * 0.7]])
+    target = target * 0.9 + 0.05                                   # label smoothing 0.1 over 2 classes
+    numpy.testing.assert_allclose(task.loss(tensors).item(), -(target * log_p).sum(axis=1).mean(), rtol=1e-5)
+    del tensors["soft"]
+    hard = numpy.array([[0.05, 0.95], [0.95, 0.05]])
+    numpy.testing.assert_allclose(task.loss(tensors).item(), -(hard * log_p).sum(axis=1).mean(), rtol=1e-5)
+    with pytest.raises(ValueError, match="teacher_weight must lie in"):
+        SentimentClassification(model, vocab=str(path), teacher_weight=1.0)
 
 
 @pytest.fixture
