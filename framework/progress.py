@@ -11,10 +11,12 @@ from tqdm import tqdm
 
 from .settings import env_flag
 
-__all__ = ["progress_bar"]
+__all__ = ["progress_bar", "disabled"]
 
 
-def _disabled():
+def disabled():
+    """Whether ``OAR_PROGRESS`` hides the bars (True), shows them (False) or leaves it to tqdm (None: hidden when
+    stderr is not a terminal); a bad value is one SettingError."""
     forced = env_flag("OAR_PROGRESS", None)
     return None if forced is None else not forced      # None: tqdm's own rule, hidden when not a terminal
 
@@ -26,4 +28,4 @@ def progress_bar(iterable=None, total=None, desc=None, unit="it", enabled=True, 
     ``unit_scale`` and the rest of tqdm's options pass through.
     """
     return tqdm(iterable, total=total, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True,
-                disable=_disabled() if enabled else True, leave=False, **options)
+                disable=disabled() if enabled else True, leave=False, **options)

@@ -6,7 +6,9 @@ config, file, weights or model name — printed as one line ``oar: error: …``)
 go to stdout, everything else to stderr; every error and warning line passes
 through ``framework.redact.redact``, so no credential a message quotes is
 shown. A traceback is printed only for a bug, or for any error with
-``--debug`` (or ``OAR_DEBUG=1``).
+``--debug`` (or ``OAR_DEBUG=1``). Every process-wide setting is read when a
+command starts (:func:`check_settings`), so a value it cannot take fails any
+command at once, not only the runs that reach it.
 """
 import argparse
 import os
@@ -14,14 +16,16 @@ import sys
 import warnings
 from importlib import metadata
 
-from framework import distributed
+from framework import distributed, progress, threadpool
 from framework.errors import UserError, describe_os_error
+from framework.kernels import choice, providers
 from framework.redact import redact
 from framework.settings import SettingError, env_flag
+from framework.timeouts import network_timeout
 
 from .commands import COMMANDS, UsageError
 
-__all__ = ["main", "build_parser", "guarded", "run_tool", "console", "one_line_warnings"]
+__all__ = ["main", "build_parser", "guarded", "check_settings", "run_tool", "console", "one_line_warnings"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 130, 141
 
@@ -77,16 +81,28 @@ def _stop_distributed(code):
         distributed.abort(code)
 
 
+def check_settings():
+    """Read each process-wide setting once: ``OAR_KERNELS``, ``OAR_GEMM_PROVIDER``, the thread counts
+    (``OAR_NUM_THREADS``, ``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``), ``OAR_PROGRESS``,
+    ``OAR_NETWORK_TIMEOUT`` and ``OAR_DIST_TIMEOUT``. A value its setting cannot take raises its one-line
+    UserError here, whether or not the command would have reached the setting."""
+    for read in (choice.requested, providers.wanted, threadpool.requested_threads, progress.disabled,
+                 network_timeout, distributed.timeout_setting):
+        read()
+
+
 def guarded(function, prog="oar", debug=False, usage_prog=None):
     """Call ``function()`` and turn its outcome into an exit status (the rule of every ``oar`` command and tool).
 
-    A ``UserError`` (or an ``OSError`` naming a path) prints one line
+    The settings are checked first (:func:`check_settings`). A ``UserError`` (or an ``OSError`` naming a path)
+    prints one line
     ``PROG: error: …`` and gives 1, a ``UsageError`` gives 2, Ctrl-C 130, a
     closed stdout 141; with ``debug`` (or ``OAR_DEBUG=1``) the error is raised
     with its traceback instead. Any other exception is a bug and propagates.
     """
     try:
         debug = debug or env_flag("OAR_DEBUG")
+        check_settings()
         code = function()
         sys.stdout.flush()
         return code if isinstance(code, int) and not isinstance(code, bool) else EXIT_OK

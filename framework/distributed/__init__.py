@@ -16,7 +16,7 @@ single process: rank 0 of a world of one, every collective a no-op.
 """
 from .comm import DistributedError, REDUCE_OPS
 from .env import (ParallelEnv, init_parallel_env, get_rank, get_world_size, get_local_rank, get_communicator,
-                  is_initialized, launched_by_mpi, abort, rank_seed)
+                  is_initialized, launched_by_mpi, abort, rank_seed, timeout_setting)
 from .collective import ReduceOp, all_reduce, broadcast, all_gather, barrier, all_gather_object, broadcast_object
 from .parallel import DataParallel
 from .sync_batch_norm import SyncBatchNorm, convert_sync_batchnorm
@@ -25,7 +25,7 @@ from .sampler import ShardedBatchSampler
 from .launcher import launch, find_mpiexec, mpiexec_command
 
 __all__ = ["DistributedError", "REDUCE_OPS", "ParallelEnv", "init_parallel_env", "get_rank", "get_world_size",
-           "get_local_rank", "get_communicator", "is_initialized", "launched_by_mpi", "abort", "rank_seed",
+           "get_local_rank", "get_communicator", "is_initialized", "launched_by_mpi", "abort", "rank_seed", "timeout_setting",
            "ReduceOp", "all_reduce", "broadcast", "all_gather", "barrier", "all_gather_object", "broadcast_object",
            "DataParallel", "SyncBatchNorm", "convert_sync_batchnorm", "reduce_metrics", "merge_states",
            "check_reducible", "ShardedBatchSampler", "launch", "find_mpiexec", "mpiexec_command"]

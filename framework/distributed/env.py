@@ -28,7 +28,7 @@ from .comm import DistributedError, MPICommunicator, NCCLCommunicator, SinglePro
 from .watchdog import Watchdog
 
 __all__ = ["ParallelEnv", "init_parallel_env", "get_rank", "get_world_size", "get_local_rank",
-           "get_communicator", "is_initialized", "launched_by_mpi", "abort", "rank_seed", "DEFAULT_TIMEOUT"]
+           "get_communicator", "is_initialized", "launched_by_mpi", "abort", "rank_seed", "timeout_setting", "DEFAULT_TIMEOUT"]
 
 DEFAULT_TIMEOUT = 600.0
 ABORT_GRACE = 2.0   # seconds abort() waits for the other ranks to end with it
@@ -73,10 +73,14 @@ def launched_by_mpi():
     return 0
 
 
+def timeout_setting():
+    """Seconds a collective may wait before the watchdog stops the job: ``OAR_DIST_TIMEOUT`` (default
+    :data:`DEFAULT_TIMEOUT`, 0: no limit); a bad value is one SettingError."""
+    return env_float("OAR_DIST_TIMEOUT", DEFAULT_TIMEOUT, low=0)
+
+
 def _timeout(timeout):
-    if timeout is not None:
-        return float(timeout)
-    return env_float("OAR_DIST_TIMEOUT", DEFAULT_TIMEOUT, low=0)      # 0: no limit
+    return timeout_setting() if timeout is None else float(timeout)
 
 
 def init_parallel_env(device=None, timeout=None):

@@ -56,6 +56,20 @@ def test_a_bad_gemm_provider_is_one_line_naming_the_variable(tmp_path, args):
     assert one_error(err) == "oar: error: OAR_GEMM_PROVIDER must be one of auto, mkl, numpy, got 'blis'"
 
 
+@pytest.mark.parametrize("variable, value, message", [
+    ("OAR_KERNELS", "bogus", "OAR_KERNELS must be one of numba, numpy, got 'bogus'"),
+    ("OAR_GEMM_PROVIDER", "blis", "OAR_GEMM_PROVIDER must be one of auto, mkl, numpy, got 'blis'"),
+    ("OMP_NUM_THREADS", "two", "OMP_NUM_THREADS must be a positive integer, got 'two'"),
+    ("OAR_PROGRESS", "maybe", "OAR_PROGRESS must be one of 1, true, yes, on, 0, false, no, off, got 'maybe'"),
+    ("OAR_NETWORK_TIMEOUT", "soon", "OAR_NETWORK_TIMEOUT='soon': give the seconds a network connect or read "
+                                    "may take, a number > 0"),
+    ("OAR_DIST_TIMEOUT", "-1", "OAR_DIST_TIMEOUT must be a number of at least 0, got '-1'")])
+def test_a_bad_setting_stops_any_command_at_its_start(tmp_path, variable, value, message):
+    code, out, err = oar("run", "senta_bow", "--input_text", "好评", home=tmp_path, env={variable: value})
+    assert code == 1 and out == ""
+    assert one_error(err) == f"oar: error: {message}"
+
+
 def test_a_bad_debug_flag_is_one_line(tmp_path):
     code, _, err = oar("list", home=tmp_path, env={"OAR_DEBUG": "maybe"})
     assert code == 1 and "OAR_DEBUG must be one of 1, true" in one_error(err)
