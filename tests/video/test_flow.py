@@ -83,6 +83,10 @@ def test_rgb_difference_and_rgb_plus_flow_channels(tmp_path):
     sample = both(path)
     assert sample["imgs"].shape == (2, 64, 64, 7)
     assert numpy.array_equal(sample["imgs"][..., :3], rgb["imgs"].astype(numpy.float32))
+    with_diff = ClipLoader(sampler, modality={"name": "rgb+rgbdiff", "stack": 2})(path)["imgs"]
+    assert with_diff.shape == (2, 64, 64, 9)
+    assert numpy.array_equal(with_diff[..., :3], rgb["imgs"].astype(numpy.float32))
+    assert numpy.array_equal(with_diff[..., 3:], diff["imgs"])
 
 
 def test_mirrors_and_time_reversal_move_the_flow():
@@ -97,6 +101,9 @@ def test_mirrors_and_time_reversal_move_the_flow():
     rgbdiff = {"modality": "rgbdiff", "stack": 2}
     assert reverse_motion(diffs, rgbdiff)[0, 0, 0].tolist() == [-3, -4, -5, 0, -1, -2]
     assert mirror_motion(diffs, rgbdiff, 1) is diffs
+    with_colour = numpy.arange(9, dtype=numpy.float32).reshape(1, 1, 1, 9)
+    assert reverse_motion(with_colour, {"modality": "rgb+rgbdiff", "stack": 2})[0, 0, 0].tolist() == \
+        [0, 1, 2, -6, -7, -8, -3, -4, -5]
 
 
 def test_normalize_modality_scales_motion_and_normalises_colour():
@@ -162,6 +169,7 @@ def test_video_flow_shapes_and_settings():
     assert video_flow(frames[:1]).shape == (1, 32, 32, 2)
     assert modality_from_config({"name": "flow", "stack": 5}).channels == 10
     assert Modality("rgbdiff", 5).channels == 15 and Modality("rgb+flow", 5).channels == 13
+    assert Modality("rgb+rgbdiff", 5).channels == 18 and Modality("rgb+rgbdiff").colour_channels == 3
     with pytest.raises(Exception, match="modality must be one of"):
         modality_from_config("depth")
     with pytest.raises(Exception, match="flow method"):

@@ -262,7 +262,7 @@ class ClipLoader:
     given (label-moving transforms change it). This is also what a task uses
     to predict on one video file.
 
-    ``modality`` (:mod:`video.data.modality`: "rgb", "flow", "rgbdiff", "rgb+flow" or a dict with the stack
+    ``modality`` (:mod:`video.data.modality`: "rgb", "flow", "rgbdiff", "rgb+flow", "rgb+rgbdiff" or a dict with the stack
     and flow settings) decides what each sampled frame holds; the sample then also carries ``modality``
     (its name) and ``stack`` for the transforms. Flow is computed here (in the loader's worker) and cached
     per video file under ``$OAR_HOME`` (:class:`~video.data.flow.FlowCache`).
@@ -305,7 +305,7 @@ class VideoDataset(_ListDataset):
         on_error: "skip" or "raise" for missing or unreadable videos.
         max_skips: unreadable videos skipped in a row before giving up.
         fps: frame rate assumed for JPEG frame folders.
-        modality: "rgb" (default), "flow", "rgbdiff" or "rgb+flow", or ``{name, stack, method, bound}``
+        modality: "rgb" (default), "flow", "rgbdiff", "rgb+flow" or "rgb+rgbdiff", or ``{name, stack, method, bound}``
             (:mod:`video.data.modality`).
 
     Sample: ``{"imgs", "label", "path"}`` (and ``num_frames``, ``fps``,

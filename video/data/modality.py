@@ -1,10 +1,11 @@
-"""What a clip's frames hold: RGB, stacked optical flow, stacked RGB difference, or RGB and flow together.
+"""What a clip's frames hold: RGB, stacked optical flow, stacked RGB difference, or RGB with either.
 
 TSN's inputs (Wang et al., ECCV 2016): for each sampled frame i, the flow stack is the x and y flow of the
 ``stack`` = k frame pairs i -> i + 1, …, i + k - 1 -> i + k, 2k channels ``(dx_0, dy_0, dx_1, dy_1, …)``; the
 RGB difference stack is the k differences ``frame[i + j + 1] - frame[i + j]``, 3k channels. Frames past the
 end repeat the last flow / frame. ``rgb+flow`` puts a frame's 3 colour channels before its flow stack
-(3 + 2k channels), the input of the two-stream TSN, so every spatial transform crops both alike.
+(3 + 2k channels) and ``rgb+rgbdiff`` before its difference stack (3 + 3k), the inputs of the two-stream TSN,
+so every spatial transform crops both alike.
 
 :class:`Modality` reads them (:meth:`Modality.read`): flow comes from the per-video cache
 (:class:`~video.data.flow.FlowCache`, computed in the loader's worker on first use), dequantised to pixels;
@@ -28,7 +29,7 @@ from .flow import FlowCache, FlowSettings, dequantise_flow
 __all__ = ["MODALITIES", "Modality", "modality_from_config", "rgb_difference", "colour_channels_of", "mirror_motion",
            "reverse_motion"]
 
-MODALITIES = ("rgb", "flow", "rgbdiff", "rgb+flow")
+MODALITIES = ("rgb", "flow", "rgbdiff", "rgb+flow", "rgb+rgbdiff")
 _MOTION_CHANNELS = {"flow": 2, "rgbdiff": 3}
 
 
@@ -50,16 +51,16 @@ class Modality:
     @property
     def motion(self):
         """"flow", "rgbdiff" or None (plain RGB)."""
-        return {"flow": "flow", "rgb+flow": "flow", "rgbdiff": "rgbdiff"}.get(self.name)
+        return {"flow": "flow", "rgb+flow": "flow", "rgbdiff": "rgbdiff", "rgb+rgbdiff": "rgbdiff"}.get(self.name)
 
     @property
     def colour_channels(self):
         """3 when the frames hold their colour, else 0."""
-        return 3 if self.name in ("rgb", "rgb+flow") else 0
+        return 0 if self.name in ("flow", "rgbdiff") else 3
 
     @property
     def channels(self):
-        """Channels per frame: 3, 2k, 3k or 3 + 2k."""
+        """Channels per frame: 3, 2k, 3k, 3 + 2k or 3 + 3k."""
         motion = self.motion
         return self.colour_channels + (self.stack * _MOTION_CHANNELS[motion] if motion else 0)
 
@@ -116,8 +117,8 @@ def rgb_difference(frames):
 
 
 def colour_channels_of(sample):
-    """3 when the sample's frames start with colour channels (``modality`` rgb or rgb+flow, the default rgb),
-    else 0."""
+    """3 when the sample's frames start with colour channels (``modality`` rgb, rgb+flow or rgb+rgbdiff, the
+    default rgb), else 0."""
     return 0 if sample.get("modality", "rgb") in ("flow", "rgbdiff") else 3
 
 
@@ -127,7 +128,7 @@ def _motion_view(images, sample):
     motion = Modality(modality).motion if modality in MODALITIES else None
     if motion is None:
         return None
-    start = 3 if modality == "rgb+flow" else 0
+    start = colour_channels_of(sample)
     per = _MOTION_CHANNELS[motion]
     k = int(sample.get("stack", 1))
     if images.shape[-1] != start + per * k:

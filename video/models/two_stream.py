@@ -9,7 +9,8 @@ this model holds both, and its weights file holds the two networks' weights unde
 ``motion.`` (:func:`fuse_states`).
 
 Input: clips (B, T, 3 + C, H, W): each segment's RGB frame followed by its motion stack of C channels
-(the ``rgb+flow`` modality of :mod:`video.data.modality`, so one crop and one mirror move both).
+(the ``rgb+flow`` or ``rgb+rgbdiff`` modality of :mod:`video.data.modality`, so one crop and one mirror move
+both).
 Output: fused scores (B, num_classes) = (w_rgb * s_rgb + w_motion * s_motion) / (w_rgb + w_motion).
 """
 from framework import nn

@@ -42,7 +42,8 @@ class VideoRecognition(RankedPrediction, Task):
         top_k: classes listed per prediction (None: all).
         sampler, transforms: the pipeline for raw video paths.
         modality: what the frames hold (:mod:`video.data.modality`; default RGB): "flow", "rgbdiff",
-            "rgb+flow" or ``{name, stack, method, bound}``; flow is computed here in the pre-processing.
+            "rgb+flow", "rgb+rgbdiff" or ``{name, stack, method, bound}``; flow and differences are computed
+            here in the pre-processing.
         label_smoothing: of the training loss.
     """
 

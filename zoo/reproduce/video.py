@@ -49,7 +49,7 @@ __all__ = ["FRAME_MODELS", "FEATURE_MODELS", "TSN_STREAMS", "BACKBONE_WEIGHTS", 
 
 FRAME_MODELS = ("tsm", "tsn", "stnet", "nonlocal")
 FEATURE_MODELS = ("attention_cluster", "attention_lstm", "nextvlad")
-TSN_STREAMS = ("tsn_rgb", "tsn_flow")  # the two-stream TSN's networks, each trained by its own config
+TSN_STREAMS = ("tsn_rgb", "tsn_rgbdiff")  # the two-stream TSN's networks, each trained by its own config
 BACKBONE_WEIGHTS = "zoo/weights/feature_backbone_synth.npz"  # the image network all video models start from
 BACKBONE_METRICS = ("shape_acc", "visible_acc", "xy_mae", "angle_mae_deg")
 # the feature configs' metric names -> the table's
