@@ -94,11 +94,10 @@ def check_settings():
 def guarded(function, prog="oar", debug=False, usage_prog=None):
     """Call ``function()`` and turn its outcome into an exit status (the rule of every ``oar`` command and tool).
 
-    The settings are checked first (:func:`check_settings`). A ``UserError`` (or an ``OSError`` naming a path)
-    prints one line
-    ``PROG: error: …`` and gives 1, a ``UsageError`` gives 2, Ctrl-C 130, a
-    closed stdout 141; with ``debug`` (or ``OAR_DEBUG=1``) the error is raised
-    with its traceback instead. Any other exception is a bug and propagates.
+    The settings are checked first (:func:`check_settings`). A ``UserError`` (or an ``OSError`` naming a
+    path) prints one line ``PROG: error: …`` and gives 1, a ``UsageError`` gives 2, Ctrl-C 130, a closed
+    stdout 141; with ``debug`` (or ``OAR_DEBUG=1``) the error is raised with its traceback instead. Any other
+    exception is a bug and propagates.
     """
     try:
         debug = debug or env_flag("OAR_DEBUG")
