@@ -28,7 +28,8 @@ from .comm import DistributedError, MPICommunicator, NCCLCommunicator, SinglePro
 from .watchdog import Watchdog
 
 __all__ = ["ParallelEnv", "init_parallel_env", "get_rank", "get_world_size", "get_local_rank",
-           "get_communicator", "is_initialized", "launched_by_mpi", "abort", "rank_seed", "timeout_setting", "DEFAULT_TIMEOUT"]
+           "get_communicator", "is_initialized", "launched_by_mpi", "abort", "rank_seed", "timeout_setting",
+           "DEFAULT_TIMEOUT"]
 
 DEFAULT_TIMEOUT = 600.0
 ABORT_GRACE = 2.0   # seconds abort() waits for the other ranks to end with it

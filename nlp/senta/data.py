@@ -22,10 +22,10 @@ predictions). Only the train split can be cleaned: dev and test stay whole.
 
 Soft targets: ``SentimentReviews(split="train", teacher=path)`` gives each training
 line a teacher's class probabilities (``"soft"``) from a teacher file
-(:func:`write_teacher_file`: ``p_0 … p_{K-1}<TAB>text`` per line; ``oar reproduce
-senta`` writes the peer's out-of-fold probabilities), which the task mixes into
-its training targets (``task.teacher_weight``, Hinton et al.'s distillation on
-precomputed probabilities).
+(:func:`write_teacher_file`: ``p_0 … p_{K-1}<TAB>text`` per line, e.g. a peer
+model's out-of-fold probabilities), which the task mixes into its training
+targets (``task.teacher_weight``, Hinton et al.'s distillation on precomputed
+probabilities). ``SentimentFile`` takes one too.
 """
 import functools
 import os
@@ -328,5 +328,6 @@ class SentimentFile(_Examples):
             if not examples:
                 raise TextFormatError(f"{path}: split {split!r} is empty (example i goes to test if i % 10 == 0, "
                                       f"dev if 1, else train); add lines")
-        super().__init__(examples, teacher, len(self.label_names or file_label_names(path)))
+        classes = None if teacher is None else len(self.label_names or file_label_names(path))
+        super().__init__(examples, teacher, classes)
         self.path, self.split = path, split

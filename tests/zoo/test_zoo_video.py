@@ -22,8 +22,8 @@ ROTATIONS = (MOTIONS.index("rotate_clockwise"), MOTIONS.index("rotate_counterclo
 # Right answers out of the 48 clips (the 24 fresh videos, two per motion, and each played backwards, whose motion
 # is the time-reversal partner's): motion top-1, right time-reversal pair, shape, and right on the 8 rotation
 # clips. What the shipped weights score: tsm 43, 43, -, 4; tsn 36, 38, -, 5; stnet 39, 40, -, 2; nonlocal 42,
-# 44, -, 2; and on rgb + flow features attention_cluster 35, 41, 38, 5; attention_lstm 43, 44, 41, 5; nextvlad 35, 41, 40, 3. The pass marks sit
-# one or two answers below. A model blind to frame order answers a clip and its reversal alike, so it gets at
+# 44, -, 2; and on rgb + flow features attention_cluster 35, 41, 38, 5; attention_lstm 43, 44, 41, 5; nextvlad
+# 35, 41, 40, 3. The pass marks sit one or two answers below. A model blind to frame order answers a clip and its reversal alike, so it gets at
 # most one of each reversed pair right: at most 4 of the 8 rotation clips. A rotation mark above that (none of
 # the weights trained on the widened set reaches it on these clips) is checked against the model made blind.
 LEAST_RIGHT = {

@@ -262,8 +262,8 @@ class ClipLoader:
     given (label-moving transforms change it). This is also what a task uses
     to predict on one video file.
 
-    ``modality`` (:mod:`video.data.modality`: "rgb", "flow", "rgbdiff", "rgb+flow", "rgb+rgbdiff" or a dict with the stack
-    and flow settings) decides what each sampled frame holds; the sample then also carries ``modality``
+    ``modality`` (:mod:`video.data.modality`: "rgb", "flow", "rgbdiff", "rgb+flow", "rgb+rgbdiff" or a dict
+    with the stack and flow settings) decides what each sampled frame holds; the sample then also carries ``modality``
     (its name) and ``stack`` for the transforms. Flow is computed here (in the loader's worker) and cached
     per video file under ``$OAR_HOME`` (:class:`~video.data.flow.FlowCache`).
     """

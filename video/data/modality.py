@@ -56,7 +56,7 @@ class Modality:
     @property
     def colour_channels(self):
         """3 when the frames hold their colour, else 0."""
-        return 0 if self.name in ("flow", "rgbdiff") else 3
+        return colour_channels_of({"modality": self.name})
 
     @property
     def channels(self):
