@@ -106,6 +106,17 @@ def set_num_threads(count):
     threadpoolctl.threadpool_limits(count, user_api="blas")
 
 
+def _forget_pool_in_child():
+    """After ``fork`` the child has none of the parent's pool threads: it makes its own pool on first use."""
+    global _pool, _lock
+    _pool = None
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_in_child)
+
+
 def _executor():
     global _pool
     with _lock:

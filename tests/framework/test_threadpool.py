@@ -223,3 +223,26 @@ def test_training_with_one_and_two_threads_gives_the_same_weights(tmp_path):
     assert weights[1].keys() == weights[2].keys()
     for name, value in weights[1].items():
         numpy.testing.assert_allclose(weights[2][name], value, rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+class _ChunkedWork:
+    """A dataset whose items are made by chunked work on the pool."""
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, index):
+        out = numpy.empty(4096, numpy.float32)
+        threadpool.copyto(out, numpy.full(4096, index, numpy.float32))
+        return out
+
+
+def test_a_forked_worker_makes_its_own_pool(small_chunks):
+    """The parent's pool threads do not exist after fork: a process worker's chunked work must not wait on them."""
+    from framework.io import DataLoader
+    threadpool.set_num_threads(2)
+    threadpool.copyto(numpy.empty(4096, numpy.float32), 1.0)          # the parent's pool now exists
+    loader = DataLoader(_ChunkedWork(), batch_size=2, num_workers=1, worker_type="process", start_method="fork",
+                        timeout=60)
+    batches = [numpy.asarray(batch) for batch in loader]
+    assert [b[:, 0].tolist() for b in batches] == [[0, 1], [2, 3]]
