@@ -10,6 +10,11 @@ algorithm from the shapes and the array module.
 - **depthwise** (NumPy, 2-D, one channel per group): :mod:`framework.kernels.depthwise`, one multiply-add
   pass per kernel offset (compiled when the CPU kernels are on).
 
+Columns are a large multiple of their input (``prod(kernel)`` times, more with a stride of 1), so where the
+weight gradient does not need them (inference, frozen weights) a batch whose columns would pass
+:data:`COLUMNS_MAX_BYTES` is convolved a part of its images at a time: memory stays bounded whatever the batch.
+Where the weight gradient needs them they are kept whole; the batch the caller chose bounds them.
+
 Each algorithm's kernels then pick their own implementation (the GEMM provider, the compiled CPU kernels),
 as the table in docs/ARCHITECTURE.md says. Inputs arrive in the compute dtype (the op casts under autocast);
 outputs are in ``io_dtype``, gradients in the compute dtype.
@@ -26,7 +31,11 @@ from .depthwise import depthwise_backward, depthwise_forward
 from .im2col import col2im_matmul, group_matmul, im2col, scratch
 from .providers import matmul
 
-__all__ = ["ConvGeometry", "conv_forward", "conv_backward", "POINTWISE_MIN_POSITIONS"]
+__all__ = ["ConvGeometry", "conv_forward", "conv_backward", "COLUMNS_MAX_BYTES", "POINTWISE_MIN_POSITIONS"]
+
+#: The most bytes of columns an inference convolution unfolds at once (the batch is split above it). At
+#: 256 MiB the GEMM of a part is still tens of thousands of columns wide for any layer of the zoo.
+COLUMNS_MAX_BYTES = 1 << 28
 
 # A 1x1, stride-1, unpadded, ungrouped convolution whose output has at least this many positions per image
 # (or of one image: then the input is already the column matrix) runs on NumPy as one GEMM per image in the
@@ -72,8 +81,21 @@ def conv_forward(x, w, b, geometry, io_dtype, keep_for_weight_grad):
     gradient needs (the columns); without it the columns go to a scratch buffer.
     """
     algorithm = _algorithm(x, w, geometry, io_dtype)
-    y, arrays = _FORWARD[algorithm](x, w, b, geometry, io_dtype, keep_for_weight_grad)
-    return y, ConvSaved(algorithm, arrays)
+    images = _images_per_part(x, geometry) if algorithm == "columns" and not keep_for_weight_grad else x.shape[0]
+    if images >= x.shape[0]:
+        y, arrays = _FORWARD[algorithm](x, w, b, geometry, io_dtype, keep_for_weight_grad)
+        return y, ConvSaved(algorithm, arrays)
+    xp = backend.get_array_module(x)
+    y = xp.empty((x.shape[0], w.shape[0], *geometry.out), dtype=io_dtype)
+    for start in range(0, x.shape[0], images):
+        y[start:start + images] = _columns_forward(x[start:start + images], w, b, geometry, io_dtype, False)[0]
+    return y, ConvSaved(algorithm, (None, w, x.shape))
+
+
+def _images_per_part(x, geometry):
+    """How many images of x (N, C, *size) fit their columns in :data:`COLUMNS_MAX_BYTES` (at least one)."""
+    per_image = x.shape[1] * math.prod(geometry.kernel) * math.prod(geometry.out) * x.dtype.itemsize
+    return max(1, COLUMNS_MAX_BYTES // per_image)
 
 
 def conv_backward(saved, gy, geometry, needs_x, needs_w):
