@@ -9,7 +9,7 @@ from video.data.datasets import ClipLoader
 from video.data.encode import write_video
 from video.data.flow import (FlowCache, FlowSettings, dense_flow, dequantise_flow, file_sha256, quantise_flow,
                              video_flow)
-from video.data.modality import Modality, mirror_motion, modality_from_config, reverse_motion
+from video.data.modality import Modality, mirror_motion, modality_from_config, reverse_motion, rgb_difference
 from video.data.transforms import NormalizeModality
 
 SHIFT = (2.0, 1.0)   # (dx, dy) pixels per frame of the translating texture
@@ -103,7 +103,22 @@ def test_mirrors_and_time_reversal_move_the_flow():
     assert mirror_motion(diffs, rgbdiff, 1) is diffs
     with_colour = numpy.arange(9, dtype=numpy.float32).reshape(1, 1, 1, 9)
     assert reverse_motion(with_colour, {"modality": "rgb+rgbdiff", "stack": 2})[0, 0, 0].tolist() == \
-        [0, 1, 2, -6, -7, -8, -3, -4, -5]
+        [9, 12, 15, -6, -7, -8, -3, -4, -5]                 # the colour of the stack's last frame
+
+
+def test_a_reversed_colour_and_difference_stack_is_the_reversed_videos():
+    """rgb+rgbdiff of frame i, played backwards, is rgb+rgbdiff of the reversed video at the stack's last frame:
+    its colour is frame i + k and its differences run from i + k back to i."""
+    frames = numpy.random.default_rng(0).integers(0, 256, (6, 4, 5, 3), dtype=numpy.uint8)
+
+    def colour_and_differences(video, i, k=2):
+        stack = rgb_difference(video[i:i + k + 1])                              # (k, H, W, 3)
+        return numpy.concatenate([video[i].astype(numpy.float32)] + list(stack), axis=-1)
+
+    sample = {"modality": "rgb+rgbdiff", "stack": 2}
+    for i in range(4):
+        played_backwards = reverse_motion(colour_and_differences(frames, i)[None], sample)[0]
+        numpy.testing.assert_array_equal(played_backwards, colour_and_differences(frames[::-1], 3 - i))
 
 
 def test_normalize_modality_scales_motion_and_normalises_colour():

@@ -35,6 +35,31 @@ def test_flow_network_starts_from_the_rgb_network(tmp_path):
     assert numpy.allclose(rgbdiff.backbone.conv1.weight.numpy()[:, 5], rgb_conv1.mean(axis=1), atol=1e-6)
 
 
+def test_a_motion_network_with_colour_keeps_the_rgb_conv1_there(tmp_path):
+    framework.seed(0)
+    rgb = TSN(**SMALL)
+    path = str(tmp_path / "rgb.npz")
+    framework.save({"model": rgb.state_dict()}, path)
+    fused = TSN(**SMALL, in_channels=9, colour_channels=3, pretrained=path)
+    rgb_conv1, conv1 = rgb.backbone.conv1.weight.numpy(), fused.backbone.conv1.weight.numpy()
+    assert numpy.array_equal(conv1[:, :3], rgb_conv1)
+    assert numpy.allclose(conv1[:, 3:], numpy.repeat(rgb_conv1.mean(axis=1, keepdims=True), 6, axis=1), atol=1e-6)
+    with pytest.raises(ValueError, match="colour_channels"):
+        TSN(**SMALL, colour_channels=3)                            # no motion stack after the colour
+
+
+def test_a_motion_network_with_colour_sees_the_whole_input():
+    framework.seed(0)
+    model = TwoStreamTSN(rgb=SMALL, motion={**SMALL, "in_channels": 7, "colour_channels": 3}, fusion=[1.0, 1.5])
+    model.eval()
+    x = numpy.random.default_rng(0).standard_normal((2, 2, 7, 32, 32)).astype(numpy.float32)
+    with framework.no_grad():
+        fused = model(framework.to_tensor(x)).numpy()
+        rgb = model.rgb(framework.to_tensor(x[:, :, :3])).numpy()
+        motion = model.motion(framework.to_tensor(x)).numpy()
+    assert numpy.allclose(fused, (1.0 * rgb + 1.5 * motion) / 2.5, atol=1e-5)
+
+
 def test_two_stream_scores_are_the_weighted_average_of_the_streams():
     framework.seed(0)
     model = TwoStreamTSN(rgb=SMALL, motion={**SMALL, "in_channels": 4}, fusion=[1.0, 1.5])

@@ -157,12 +157,19 @@ def mirror_motion(images, sample, which):
 
 def reverse_motion(images, sample):
     """Frames (..., H, W, C) of a clip played backwards: each frame's motion stack in reverse order and
-    negated (the motion from frame i + k back to frame i); colour channels unchanged."""
+    negated (the motion from frame i + k back to frame i).
+
+    Played backwards, a stack starts at its last frame: with ``rgb+rgbdiff`` the colour channels become
+    frame i + k (frame i plus the stack's differences), so the colour and the differences still tell an
+    object that appears from one that disappears. Flow cannot rebuild that frame: with ``rgb+flow`` the
+    colour channels stay frame i's."""
     view = _motion_view(images, sample)
     if view is None:
         return images
     start, per, k = view
     images = numpy.array(images, dtype=numpy.float32)
     motion = images[..., start:].reshape(images.shape[:-1] + (k, per))
+    if start and per == 3:
+        images[..., :start] += motion.sum(axis=-2)
     images[..., start:] = -motion[..., ::-1, :].reshape(images.shape[:-1] + (k * per,))
     return images

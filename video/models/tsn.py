@@ -48,7 +48,7 @@ def cross_modality_conv1(weight, channels):
     return numpy.repeat(weight.mean(axis=1, keepdims=True), channels, axis=1).astype(weight.dtype)
 
 
-def load_backbone(backbone, path, cross_modality=False):
+def load_backbone(backbone, path, cross_modality=False, colour_channels=0):
     """Load the backbone entries of weights file ``path`` (see :func:`read_backbone_state`) into ``backbone``
     (a ResNet without fc).
 
@@ -56,14 +56,17 @@ def load_backbone(backbone, path, cross_modality=False):
     repeated k times over its input channels and divided by k, as StNet inflated ImageNet weights: a
     super-image of k equal frames then gives the 2D network's response. With ``cross_modality`` an RGB conv1
     is averaged over colour and repeated to the backbone's input channels instead
-    (:func:`cross_modality_conv1`, TSN's flow and RGB-difference networks). Missing or mismatched entries
+    (:func:`cross_modality_conv1`, TSN's flow and RGB-difference networks); the first ``colour_channels``
+    (3: a frame's colour before its motion stack) keep the RGB weights. Missing or mismatched entries
     raise :class:`vision.models.WeightsError` listing them.
     """
     state = read_backbone_state(path)
     conv1 = backbone.conv1.weight.shape[1]
     rgb_conv1 = "conv1.weight" in state and state["conv1.weight"].shape[1] == 3
     if rgb_conv1 and cross_modality and conv1 != 3:
-        state["conv1.weight"] = cross_modality_conv1(state["conv1.weight"], conv1)
+        rgb = state["conv1.weight"]
+        state["conv1.weight"] = cross_modality_conv1(rgb, conv1)
+        state["conv1.weight"][:, :colour_channels] = rgb[:, :colour_channels]
     elif rgb_conv1 and conv1 % 3 == 0 and conv1 > 3:
         state["conv1.weight"] = numpy.tile(state["conv1.weight"], (1, conv1 // 3, 1, 1)) / (conv1 // 3)
     load_pretrained(backbone, state, source=path)
@@ -92,7 +95,11 @@ class TSN(nn.Layer):
             ResNet state dict file, or an oar checkpoint / state dict of a video model whose backbone has the
             same names under ``backbone.``; classifier entries are skipped. An RGB conv1 is given to a
             network with other ``in_channels`` by the cross-modality initialisation.
-        in_channels: channels per segment: 3 (RGB), 2k (k stacked flow fields), 3k (k RGB differences).
+        in_channels: channels per segment: 3 (RGB), 2k (k stacked flow fields), 3k (k RGB differences),
+            3 + 2k or 3 + 3k (the frame's colour, then its stack).
+        colour_channels: 3 when in_channels start with the frame's colour before a motion stack (an
+            ``rgb+flow`` or ``rgb+rgbdiff`` input, fused at the input as Feichtenhofer et al., CVPR 2016, fused
+            streams early), else 0; the pretrained RGB conv1 is kept on those channels.
 
     Shape: (B, T, in_channels, H, W) -> (B, num_classes).
     """
@@ -100,15 +107,20 @@ class TSN(nn.Layer):
     def __init__(self, num_classes: int = 400, depth: int = 50, num_segments: int = 3, base_channels: int = 64,
                  dropout: float = 0.0, frozen_stages: int = -1, norm_eval: bool = False,
                  zero_init_residual: bool = False, pretrained: str = None, frozen_bn_stats: bool = True,
-                 in_channels: int = 3):
+                 in_channels: int = 3, colour_channels: int = 0):
         super().__init__()
         self.num_classes, self.num_segments, self.channels = int(num_classes), int(num_segments), int(in_channels)
+        if colour_channels not in (0, 3) or (colour_channels and self.channels <= 3):
+            raise ValueError(f"TSN: colour_channels must be 0, or 3 before a motion stack (in_channels > 3), "
+                             f"got {colour_channels} with in_channels {in_channels}")
+        self.colour_channels = int(colour_channels)
         self.backbone = self.build_backbone(depth, base_channels=base_channels, frozen_stages=frozen_stages,
                                             norm_eval=norm_eval, zero_init_residual=zero_init_residual,
                                             frozen_bn_stats=frozen_bn_stats, in_channels=self.channels)
         self.head = ClassifierHead(self.backbone.num_features, self.num_classes, dropout)
         if pretrained:
-            load_backbone(self.backbone, pretrained, cross_modality=self.channels != 3)
+            load_backbone(self.backbone, pretrained, cross_modality=self.channels != 3,
+                          colour_channels=self.colour_channels)
 
     def build_backbone(self, depth, **kwargs):
         """The per-frame network (subclasses change it)."""

@@ -11,6 +11,9 @@ this model holds both, and its weights file holds the two networks' weights unde
 Input: clips (B, T, 3 + C, H, W): each segment's RGB frame followed by its motion stack of C channels
 (the ``rgb+flow`` or ``rgb+rgbdiff`` modality of :mod:`video.data.modality`, so one crop and one mirror move
 both).
+A motion network built with ``colour_channels: 3`` takes the whole input, colour and stack (the streams
+fused at the input as well as at the scores: on RGB differences alone an object that appears and one that
+disappears differ only in the sign of an object of unknown colour).
 Output: fused scores (B, num_classes) = (w_rgb * s_rgb + w_motion * s_motion) / (w_rgb + w_motion).
 """
 from framework import nn
@@ -34,10 +37,11 @@ class TwoStreamTSN(nn.Layer):
 
     Args:
         rgb: the RGB network's TSN arguments (``in_channels`` 3), e.g. ``{num_classes: 12, depth: 18, …}``.
-        motion: the motion network's TSN arguments (``in_channels`` 2k for flow, 3k for RGB difference).
+        motion: the motion network's TSN arguments (``in_channels`` 2k for flow, 3k for RGB difference; with
+            ``colour_channels: 3`` 3 more, and it sees the colour too).
         fusion: the weights (w_rgb, w_motion) of the score average (the paper: 1 and 1.5).
 
-    Shape: (B, T, 3 + motion in_channels, H, W) -> (B, num_classes).
+    Shape: (B, T, 3 + C, H, W) -> (B, num_classes), C the motion stack's channels.
     """
 
     def __init__(self, rgb: dict, motion: dict, fusion: list = (1.0, 1.5)):
@@ -55,7 +59,7 @@ class TwoStreamTSN(nn.Layer):
         self.fusion = (weights[0] / sum(weights), weights[1] / sum(weights))
 
     def forward(self, x):
-        check_clips(self, x, 3 + self.motion.channels)
+        check_clips(self, x, 3 - self.motion.colour_channels + self.motion.channels)
         rgb = self.rgb(x[:, :, :3])                     # (B, K) from (B, T, 3, H, W)
-        motion = self.motion(x[:, :, 3:])               # (B, K) from (B, T, C, H, W)
+        motion = self.motion(x[:, :, 3 - self.motion.colour_channels:])  # (B, K) from the stack (and colour)
         return rgb * self.fusion[0] + motion * self.fusion[1]
