@@ -57,7 +57,9 @@ def test_a_motion_network_with_colour_sees_the_whole_input():
         fused = model(framework.to_tensor(x)).numpy()
         rgb = model.rgb(framework.to_tensor(x[:, :, :3])).numpy()
         motion = model.motion(framework.to_tensor(x)).numpy()
+        streams = [scores.numpy() for scores in model.stream_scores(framework.to_tensor(x))]
     assert numpy.allclose(fused, (1.0 * rgb + 1.5 * motion) / 2.5, atol=1e-5)
+    assert numpy.array_equal(streams[0], rgb) and numpy.array_equal(streams[1], motion)
 
 
 def test_two_stream_scores_are_the_weighted_average_of_the_streams():

@@ -58,8 +58,11 @@ class TwoStreamTSN(nn.Layer):
         self.num_classes, self.num_segments = self.rgb.num_classes, self.rgb.num_segments
         self.fusion = (weights[0] / sum(weights), weights[1] / sum(weights))
 
-    def forward(self, x):
+    def stream_scores(self, x):
+        """(RGB scores, motion scores), (B, num_classes) each, of clips x (B, T, 3 + C, H, W)."""
         check_clips(self, x, 3 - self.motion.colour_channels + self.motion.channels)
-        rgb = self.rgb(x[:, :, :3])                     # (B, K) from (B, T, 3, H, W)
-        motion = self.motion(x[:, :, 3 - self.motion.colour_channels:])  # (B, K) from the stack (and colour)
+        return self.rgb(x[:, :, :3]), self.motion(x[:, :, 3 - self.motion.colour_channels:])
+
+    def forward(self, x):
+        rgb, motion = self.stream_scores(x)
         return rgb * self.fusion[0] + motion * self.fusion[1]

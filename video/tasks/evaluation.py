@@ -102,7 +102,7 @@ def stream_scores(cfg, checkpoint, split="test", device=None):
             imgs = to_tensors(batch, device)["imgs"]
             b, n = imgs.shape[:2]
             clips = imgs.reshape((b * n,) + tuple(imgs.shape[2:]))          # (B*N, T, 3 + C, H, W)
-            rgb, motion = model.rgb(clips[:, :, :3]), model.motion(clips[:, :, 3:])  # (B*N, K) each
+            rgb, motion = model.stream_scores(clips)                        # (B*N, K) each
             fused = rgb * model.fusion[0] + motion * model.fusion[1]
             for key, scores in (("rgb", rgb), ("motion", motion), ("fused", fused)):
                 out[key].append(F.softmax(scores.reshape((b, n, -1)), axis=-1).mean(axis=1).numpy())
