@@ -12,9 +12,13 @@ Ctrl-C reaches only the main process, which shuts them down. Datasets run in
 process workers must not touch the GPU. Arrays of 64 KiB or more travel from
 process workers as files in a shared-memory folder (``/dev/shm`` where it
 exists): one copy on each side instead of a trip through a pipe, which keeps
-the main process's cost per batch small as workers are added.
+the main process's cost per batch small as workers are added. When no batch
+has come from the process workers for ``_STALL_S`` seconds, the pool warns once
+and asks each of them (SIGUSR1, :mod:`faulthandler`) to write its Python stacks
+to stderr, so a worker stuck on a lock it inherited through ``fork`` says where.
 """
 import contextlib
+import faulthandler
 import io
 import itertools
 import multiprocessing
@@ -27,6 +31,7 @@ import tempfile
 import threading
 import time
 import traceback
+import warnings
 
 import numpy
 
@@ -37,6 +42,8 @@ __all__ = ["DataLoaderError", "sample_rng", "load_batch", "WorkerPool"]
 
 _POLL_S = 0.1
 _GRACE_S = {"process": 0.5, "thread": 5.0}
+_STALL_S = 300.0                    # no batch from the process workers this long: they write their stacks
+_STACKS_SIGNAL = getattr(signal, "SIGUSR1", None)
 _SHARED_MIN_BYTES = 1 << 16
 _SHARED_MEMORY_DIR = "/dev/shm"
 _context = threading.local()
@@ -148,6 +155,9 @@ def _worker_loop(dataset, collate_fn, tasks, results, stop, in_process, shared_f
     if in_process:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         results.cancel_join_thread()
+        if _STACKS_SIGNAL is not None:
+            with contextlib.suppress(ValueError, OSError, RuntimeError, AttributeError):
+                faulthandler.register(_STACKS_SIGNAL, all_threads=True)
     while True:
         task = tasks.get()
         if task is None or stop.is_set():
@@ -271,6 +281,7 @@ class WorkerPool:
     def result(self, batch_no, positions):
         """The batch ``batch_no`` (sample ``positions``); raises DataLoaderError if it failed."""
         deadline = time.monotonic() + self.timeout if self.timeout else None
+        last_result, stall_reported = time.monotonic(), False
         while batch_no not in self._ready:
             try:
                 done, outcome = self._results.get(timeout=_POLL_S)
@@ -279,12 +290,27 @@ class WorkerPool:
                 if deadline is not None and time.monotonic() > deadline:
                     raise DataLoaderError(f"DataLoader: timed out after {self.timeout} s waiting for batch "
                                           f"{batch_no} (samples {positions}) from the {self.kind} workers") from None
+                if not stall_reported and self.kind == "process" and time.monotonic() - last_result > _STALL_S:
+                    stall_reported = True
+                    self._ask_for_stacks(batch_no)
                 continue
+            last_result = time.monotonic()
             self._ready[done] = outcome
         outcome = self._ready.pop(batch_no)
         if self.kind == "process":
             outcome = pickle.loads(outcome)
         return raise_failure(outcome, f" (worker {self.kind})")
+
+    def _ask_for_stacks(self, batch_no):
+        """Warn that the process workers sent nothing for ``_STALL_S`` s; each writes its stacks to stderr."""
+        warnings.warn(f"DataLoader: no batch from the process workers for {_STALL_S:g} s (waiting for batch "
+                      f"{batch_no}); their Python stacks follow on stderr", RuntimeWarning, stacklevel=3)
+        if _STACKS_SIGNAL is None:
+            return
+        for worker in self._workers:
+            if worker.is_alive():
+                with contextlib.suppress(ProcessLookupError, TypeError):
+                    os.kill(worker.pid, _STACKS_SIGNAL)
 
     def _check_workers(self, batch_no):
         for worker in self._workers:

@@ -176,6 +176,16 @@ def test_timeout():
     assert time.monotonic() - start < 3
 
 
+def test_stalled_process_workers_write_their_stacks(monkeypatch, capfd):
+    """A worker that sends nothing for _STALL_S seconds (here stuck in a sleep) says where it is, once."""
+    monkeypatch.setattr(worker, "_STALL_S", 0.5)
+    loader = DataLoader(Numbers(2, sleep=3.0), batch_size=2, num_workers=1, worker_type="process")
+    with pytest.warns(RuntimeWarning, match="no batch from the process workers for 0.5 s .*stacks follow on stderr"):
+        assert _indices(loader) == [[0, 1]]
+    err = capfd.readouterr().err
+    assert err.count("Current thread") == 1 and "in __getitem__" in err
+
+
 @pytest.mark.parametrize("worker_type", ["thread", "process"])
 def test_early_break_and_deleted_iterator_shut_workers_down(worker_type):
     loader = DataLoader(Numbers(200), batch_size=2, num_workers=3, worker_type=worker_type)
