@@ -26,6 +26,7 @@ from .launcher import launch, find_mpiexec, mpiexec_command
 
 __all__ = ["DistributedError", "REDUCE_OPS", "ParallelEnv", "init_parallel_env", "get_rank", "get_world_size",
            "get_local_rank", "get_communicator", "is_initialized", "launched_by_mpi", "abort", "rank_seed",
-           "timeout_setting", "ReduceOp", "all_reduce", "broadcast", "all_gather", "barrier", "all_gather_object", "broadcast_object",
+           "timeout_setting", "ReduceOp", "all_reduce", "broadcast", "all_gather", "barrier", "all_gather_object",
+           "broadcast_object",
            "DataParallel", "SyncBatchNorm", "convert_sync_batchnorm", "reduce_metrics", "merge_states",
            "check_reducible", "ShardedBatchSampler", "launch", "find_mpiexec", "mpiexec_command"]

@@ -88,7 +88,7 @@ def conv_forward(x, w, b, geometry, io_dtype, keep_for_weight_grad):
     xp = backend.get_array_module(x)
     y = xp.empty((x.shape[0], w.shape[0], *geometry.out), dtype=io_dtype)
     for start in range(0, x.shape[0], images):
-        y[start:start + images] = _columns_forward(x[start:start + images], w, b, geometry, io_dtype, False)[0]
+        _columns_forward(x[start:start + images], w, b, geometry, io_dtype, False, out=y[start:start + images])
     return y, ConvSaved(algorithm, (None, w, x.shape))
 
 
@@ -104,7 +104,8 @@ def conv_backward(saved, gy, geometry, needs_x, needs_w):
     return _BACKWARD[saved.algorithm](saved.arrays, gy, geometry, needs_x, needs_w)
 
 
-def _columns_forward(x, w, b, geometry, io_dtype, keep):
+def _columns_forward(x, w, b, geometry, io_dtype, keep, out=None):
+    """``out``: a C-contiguous (N, O, *out) array in ``io_dtype`` to write y to (default: a new one)."""
     xp, n, groups, out_channels = backend.get_array_module(x), x.shape[0], geometry.groups, w.shape[0]
     width = n * math.prod(geometry.out)
     into = None if keep else scratch(xp, "conv_cols", (x.shape[1] * math.prod(geometry.kernel), width), x.dtype)
@@ -115,10 +116,11 @@ def _columns_forward(x, w, b, geometry, io_dtype, keep):
     # one pass to (N, C_out, *out) in the input dtype (chunked over the threads on NumPy); the bias is added
     # in that dtype
     by_image = y.reshape(out_channels, n, -1).swapaxes(0, 1)
+    y = (xp.empty(by_image.shape, dtype=io_dtype) if out is None else out).reshape(by_image.shape)
     if xp is numpy:
-        y = threadpool.copyto(numpy.empty(by_image.shape, dtype=io_dtype), by_image)
+        threadpool.copyto(y, by_image)
     else:
-        y = by_image.astype(io_dtype, order="C")
+        y[...] = by_image
     if b is not None:
         y = threadpool.elementwise(xp.add, y, b.reshape(-1, 1), out=y)
     return y.reshape(n, out_channels, *geometry.out), ((cols if keep else None), w, x.shape)

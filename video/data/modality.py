@@ -169,7 +169,7 @@ def reverse_motion(images, sample):
     start, per, k = view
     images = numpy.array(images, dtype=numpy.float32)
     motion = images[..., start:].reshape(images.shape[:-1] + (k, per))
-    if start and per == 3:
+    if start and per == _MOTION_CHANNELS["rgbdiff"]:          # colour + differences: move to the stack's end
         images[..., :start] += motion.sum(axis=-2)
     images[..., start:] = -motion[..., ::-1, :].reshape(images.shape[:-1] + (k * per,))
     return images
