@@ -137,6 +137,13 @@ def _store(key, index):
             _index_cache.popitem(last=False)
 
 
+def _rgb_pixels(frame):
+    """(H, W, 3) uint8 pixels of a decoded frame, converted on the calling thread: PyAV's default makes a
+    slice-thread pool afresh for every frame (3.5x slower at 112 x 112), and a forked loader worker that
+    started threads inside the conversion was seen to hang there."""
+    return frame.to_ndarray(format="rgb24", threads=1)
+
+
 class _VideoFile:
     """A video file read with PyAV (see the module docstring)."""
 
@@ -257,7 +264,7 @@ class _VideoFile:
                 break  # the stream ended first
             if position != target:
                 break
-            out[target] = frame.to_ndarray(format="rgb24")
+            out[target] = _rgb_pixels(frame)
         return self._complete(wanted, out)
 
     def _run_from(self, key, target):
@@ -291,7 +298,7 @@ class _VideoFile:
         wanted_set = set(wanted.tolist())
         for position, frame in enumerate(self._decode_from_start()):
             if position in wanted_set:
-                out[position] = frame.to_ndarray(format="rgb24")
+                out[position] = _rgb_pixels(frame)
             if position >= stop:
                 break
         return self._complete(wanted, out)
