@@ -129,6 +129,28 @@ def test_nonlocal_inflates_an_image_resnet_into_its_3d_kernels(tmp_path):
     assert (_array(own["stages.1.1.nonlocal_block.bn.weight"]) == 0).all()
 
 
+def test_centre_inflation_starts_each_frame_seen_on_its_own(tmp_path):
+    net, path = _image_resnet(tmp_path)
+    model = MODELS.build({"type": "NonLocalNet", "num_classes": 5, "depth": 18, "base_channels": 4, "mode": "i3d",
+                          "pretrained": path, "inflate_init": "centre"})
+    conv1 = model.backbone.conv1.weight
+    clip = numpy.random.default_rng(0).standard_normal((1, 3, 4, 16, 16)).astype("float32")   # (B, C, T, H, W)
+    got = F.conv3d(framework.to_tensor(clip), conv1, stride=(1, 2, 2), padding=(2, 3, 3)).numpy()
+    for t in range(clip.shape[2]):                      # frame t's response is the 2D conv of frame t alone
+        want = F.conv2d(framework.to_tensor(clip[:, :, t]), net.conv1.weight, stride=2, padding=3).numpy()
+        numpy.testing.assert_allclose(got[:, :, t], want, rtol=1e-5, atol=1e-5)
+    inflated = _array(model.backbone.state_dict()["stages.1.0.convs.0.weight"])
+    numpy.testing.assert_array_equal(inflated[:, :, 1], _array(net.state_dict()["layer2.0.conv1.weight"]))
+    assert not inflated[:, :, [0, 2]].any()
+
+
+def test_an_unknown_inflation_is_refused(tmp_path):
+    _, path = _image_resnet(tmp_path)
+    with pytest.raises(ValueError, match="inflate_init must be one of"):
+        MODELS.build({"type": "NonLocalNet", "num_classes": 5, "depth": 18, "base_channels": 4, "mode": "i3d",
+                      "pretrained": path, "inflate_init": "middle"})
+
+
 def test_inflation_refuses_a_backbone_of_another_depth(tmp_path):
     _, path = _image_resnet(tmp_path, depth_layers=(1, 1, 1, 1))
     with pytest.raises(Exception, match="does not fit"):

@@ -30,7 +30,7 @@ from vision.models.resnet import ARCHS
 from .heads import ClassifierHead, check_clips
 from .tsn import read_backbone_state
 
-__all__ = ["NonLocalNet", "NonLocalBlock", "ResNet3D", "MODES", "inflate_2d_state", "load_inflated"]
+__all__ = ["NonLocalNet", "NonLocalBlock", "ResNet3D", "MODES", "INFLATE_INITS", "inflate_2d_state", "load_inflated"]
 
 MODES = ("c2d", "i3d")
 
@@ -165,6 +165,23 @@ class ResNet3D(nn.Layer):
         return x
 
 
+#: How a 2D kernel fills the t frames of a 3D one. "average": repeated over the frames and divided by t, as I3D
+#: and the 2019 Non-local nets started from ImageNet, so a clip of equal frames gives the 2D network's
+#: response. "centre": the 2D kernel on the middle frame and zeros on the others, so each frame starts seen
+#: on its own (what the averaged kernel blurs: frames spread over a video show a turning mark at several
+#: angles, and their average has no orientation left); the temporal weights grow from zero in training.
+INFLATE_INITS = ("average", "centre")
+
+
+def _inflate(kernel, t, inflate_init):
+    """A 2D kernel (O, I, kh, kw) as a 3D one (O, I, t, kh, kw) by ``inflate_init``."""
+    if inflate_init == "average":
+        return numpy.repeat(kernel[:, :, None], t, axis=2) / t
+    out = numpy.zeros(kernel.shape[:2] + (t,) + kernel.shape[2:], dtype=kernel.dtype)
+    out[:, :, t // 2] = kernel
+    return out
+
+
 def inflate_2d_state(state):
     """A 2D ResNet's entries (torchvision names: ``conv1``, ``layer2.0.conv1``, ``layer2.0.bn1``,
     ``layer2.0.downsample.0``) renamed to :class:`ResNet3D`'s (``stages.1.0.convs.0``, ``bns.0``, …),
@@ -182,20 +199,19 @@ def inflate_2d_state(state):
     return renamed
 
 
-def load_inflated(backbone, path):
-    """Load the 2D ResNet in weights file ``path`` into ``backbone`` (a :class:`ResNet3D`), as I3D and the
-    2019 Non-local nets started from ImageNet: each 2D kernel (O, I, kh, kw) becomes (O, I, t, kh, kw) by
-    repeating it over the t frames of the 3D kernel and dividing by t, so a clip of equal frames gives the
-    2D network's response. The non-local blocks keep their initialisation (their output BN starts at 0,
-    so each block starts as the identity). Missing or mismatched entries raise
-    :class:`vision.models.WeightsError`."""
+def load_inflated(backbone, path, inflate_init="average"):
+    """Load the 2D ResNet in weights file ``path`` into ``backbone`` (a :class:`ResNet3D`): each 2D kernel
+    (O, I, kh, kw) becomes (O, I, t, kh, kw) by ``inflate_init`` (see :data:`INFLATE_INITS`). The non-local
+    blocks keep their initialisation (their output BN starts at 0, so each block starts as the identity).
+    Missing or mismatched entries raise :class:`vision.models.WeightsError`."""
+    if inflate_init not in INFLATE_INITS:
+        raise ValueError(f"inflate_init must be one of {sorted(INFLATE_INITS)}, got {inflate_init!r}")
     state = inflate_2d_state(read_backbone_state(path))
     own = backbone.state_dict()
     for key, value in state.items():
         target = own.get(key)
         if target is not None and value.ndim == 4 and target.ndim == 5:
-            t = target.shape[2]
-            state[key] = numpy.repeat(value[:, :, None], t, axis=2) / t
+            state[key] = _inflate(value, target.shape[2], inflate_init)
     state.update({k: v.numpy() for k, v in own.items() if ".nonlocal_block." in k})
     load_pretrained(backbone, state, source=path)
 
@@ -214,18 +230,21 @@ class NonLocalNet(nn.Layer):
         nonlocal_stages: which stages get non-local blocks (default res3, res4).
         pretrained: weights of a 2D ResNet of the same depth and width (or a video model's ``backbone.``),
             inflated into the 3D kernels (see :func:`load_inflated`).
+        inflate_init: how the pretrained 2D kernels fill the temporal ones, "average" (the paper's) or
+            "centre" (:data:`INFLATE_INITS`).
 
     Shape: (B, T, 3, H, W) with even T -> (B, num_classes).
     """
 
     def __init__(self, num_classes: int = 400, depth: int = 50, mode: str = "c2d", base_channels: int = 64,
-                 dropout: float = 0.5, nonlocal_stages: list = (1, 2), pretrained: str = None):
+                 dropout: float = 0.5, nonlocal_stages: list = (1, 2), pretrained: str = None,
+                 inflate_init: str = "average"):
         super().__init__()
         self.num_classes = int(num_classes)
         self.backbone = ResNet3D(depth, mode, base_channels, tuple(int(s) for s in nonlocal_stages))
         self.head = ClassifierHead(self.backbone.num_features, self.num_classes, dropout)
         if pretrained:
-            load_inflated(self.backbone, pretrained)
+            load_inflated(self.backbone, pretrained, inflate_init)
 
     def forward(self, x):
         check_clips(self, x, 3)
