@@ -133,7 +133,9 @@ def _columns_backward(arrays, gy, geometry, needs_x, needs_w):
     threadpool.copyto(gy_rows, gy.reshape(gy.shape[0], out_channels, -1).swapaxes(0, 1))
     gy_rows = gy_rows.reshape(groups, out_channels // groups, -1)
     gx = gw = None
-    if needs_x:
+    if needs_x and xp is numpy and _full_correlation_fits(geometry):
+        gx = _input_grad_as_correlation(w, gy, gy_rows, x_shape, geometry)
+    elif needs_x:
         w_t = w.reshape(groups, out_channels // groups, -1).swapaxes(1, 2)
         gx = col2im_matmul(w_t, gy_rows, x_shape, geometry.kernel, geometry.stride, geometry.padding,
                            geometry.dilation, geometry.out)
@@ -141,6 +143,39 @@ def _columns_backward(arrays, gy, geometry, needs_x, needs_w):
         cols_t = cols.reshape(groups, -1, cols.shape[1]).swapaxes(1, 2)
         gw = group_matmul(gy_rows, cols_t).reshape(w.shape)
     return gx, gw
+
+
+def _full_correlation_fits(geometry):
+    """Whether the input gradient is itself a convolution of gy: stride 1, and no side padded by more than the
+    dilated kernel's reach ((kernel - 1) * dilation), so every input position lies inside gy's padded window."""
+    return max(geometry.stride) == 1 and all(
+        max(lo, hi) <= (k - 1) * d for (lo, hi), k, d in zip(geometry.padding, geometry.kernel, geometry.dilation))
+
+
+def _input_grad_as_correlation(w, gy, gy_rows, x_shape, geometry):
+    """The input gradient of a stride-1 convolution, gx = gy correlated with the flipped kernel:
+    gx[n, c, i] = sum_{o, k} w[o, c, K - 1 - k] * gy_padded[n, o, i + k * dilation], gy padded by
+    (k - 1) * dilation - padding on each side. One GEMM over the columns of gy (of a 1x1 kernel: gy's rows
+    themselves), where :func:`col2im_matmul` makes one narrower GEMM and one accumulating pass per offset.
+
+    Shapes: w (O, C / G, *kernel), gy (N, O, *out), gy_rows (G, O / G, N * prod(out)) -> gx x_shape (N, C, *size).
+    """
+    n, c, *size = x_shape
+    groups, kernel, out_channels = geometry.groups, geometry.kernel, w.shape[0]
+    width = n * math.prod(size)
+    if math.prod(kernel) == 1:      # w's transpose as a view (BLAS reads it transposed), gy's rows as the columns
+        w_rows, cols = w.reshape(groups, out_channels // groups, c // groups).swapaxes(1, 2), gy_rows
+    else:
+        flipped = w[(slice(None), slice(None)) + (slice(None, None, -1),) * len(kernel)]
+        flipped = flipped.reshape(groups, out_channels // groups, c // groups, -1).swapaxes(1, 2)  # (G, C_g, O_g, K)
+        w_rows = numpy.ascontiguousarray(flipped).reshape(groups, c // groups, -1)
+        padding = tuple(((k - 1) * d - lo, (k - 1) * d - hi)
+                        for (lo, hi), k, d in zip(geometry.padding, kernel, geometry.dilation))
+        cols = im2col(gy.astype(w.dtype, copy=False), kernel, (1,) * len(kernel), padding, geometry.dilation,
+                      tuple(size), into=scratch(numpy, "conv_grad_cols", (out_channels * math.prod(kernel), width),
+                                                w.dtype)).reshape(groups, -1, width)
+    gx_rows = group_matmul(w_rows, cols, out=scratch(numpy, "conv_grad_x", (groups, c // groups, width), w.dtype))
+    return threadpool.copyto(numpy.empty(x_shape, dtype=w.dtype), gx_rows.reshape(c, n, *size).swapaxes(0, 1))
 
 
 def _pointwise_forward(x, w, b, geometry, io_dtype, keep):

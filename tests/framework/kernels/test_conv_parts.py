@@ -63,3 +63,30 @@ def test_memory_is_bounded_by_the_part_not_the_batch(monkeypatch):
     y, peak = result["y"], result["peak"]
     assert y.shape == (64, 16, 32, 32)
     assert peak < 4.2e6 + 3 * (1 << 20) < whole_columns / 2, peak
+
+
+@pytest.mark.parametrize("x_shape, w_shape, kwargs", [
+    ((3, 4, 9, 11), (6, 4, 3, 3), {"padding": 1}),
+    ((2, 4, 8, 7), (6, 2, 4, 3), {"padding": (2, 1), "dilation": (1, 2), "groups": 2}),
+    ((2, 4, 6, 5), (4, 4, 1, 1), {}),
+    ((2, 2, 4, 6, 6), (5, 2, 3, 3, 3), {"padding": 1}),
+])
+def test_a_stride_1_input_gradient_as_one_correlation_equals_the_per_offset_one(monkeypatch, x_shape, w_shape,
+                                                                                  kwargs):
+    """The correlation of gy with the flipped kernel gives col2im's input gradient (float64, to rounding)."""
+    rng = numpy.random.default_rng(2)
+    x, w = rng.standard_normal(x_shape), rng.standard_normal(w_shape)
+
+    def input_grad():
+        tx = framework.Tensor(x, requires_grad=True)
+        y = _conv(tx, framework.Tensor(w, requires_grad=True), None, kwargs)
+        (y * framework.Tensor(numpy.random.default_rng(3).standard_normal(y.shape))).sum().backward()
+        return tx.grad.numpy()
+
+    taken = []
+    correlation = conv._input_grad_as_correlation
+    monkeypatch.setattr(conv, "_input_grad_as_correlation", lambda *a: taken.append(1) or correlation(*a))
+    one = input_grad()
+    assert taken
+    monkeypatch.setattr(conv, "_full_correlation_fits", lambda geometry: False)
+    numpy.testing.assert_allclose(one, input_grad(), rtol=1e-10, atol=1e-12)

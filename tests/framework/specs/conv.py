@@ -111,6 +111,11 @@ SPECS = [
     _spec(1, (2, 4, 11), (6, 2, 3), stride=2, padding=2, dilation=2, groups=2),
     _spec(1, (1, 2, 6), (3, 2, 4), bias=False, padding="same", ref_pads=((1, 2),)),
     _spec(2, (2, 3, 6, 5), (4, 3, 3, 3), padding=1, check=_rejects_bad_input),
+    # stride 1, dilated, grouped, padded unevenly: the input gradient as one correlation of gy
+    _spec(2, (2, 4, 7, 8), (6, 2, 4, 2), bias=False, padding="same", ref_pads=((1, 2), (1, 1)), dilation=(1, 2),
+          groups=2),
+    # stride 1 but padded past the kernel's reach: the per-offset input gradient
+    _spec(1, (2, 3, 5), (2, 3, 2), padding=2),
     _spec(2, (2, 4, 7, 6), (6, 2, 3, 2), stride=(2, 1), padding=(1, 2), dilation=(1, 2), groups=2,
           check=_col2im_is_the_adjoint_of_im2col),
     _spec(2, (1, 4, 5, 5), (4, 1, 3, 3), bias=False, stride=2, padding=1, groups=4),  # depthwise
