@@ -3,7 +3,9 @@ algorithm from the shapes and the array module.
 
 - **columns** (every case; the only one on CuPy): the input is unfolded into columns by :func:`im2col`
   (layout (C * prod(kernel), N * prod(out))), so the forward pass and the weight gradient are single GEMMs
-  (batched over groups when groups > 1) and the input gradient is ``col2im(weight.T @ grad)``.
+  (batched over groups when groups > 1) and the input gradient is ``col2im(weight.T @ grad)``; on NumPy a
+  stride-1 convolution takes it as a convolution of gy with the flipped kernel instead (one GEMM over gy's
+  columns, no accumulating passes; :func:`_input_grad_as_correlation`).
 - **pointwise** (NumPy): a 1x1, stride-1, unpadded, ungrouped convolution over large images
   (:data:`POINTWISE_MIN_POSITIONS`) or of one image skips the columns: one GEMM per image in the input's own
   (N, C, positions) layout, which saves the transposes into and out of the column layout.
