@@ -135,7 +135,7 @@ def _columns_backward(arrays, gy, geometry, needs_x, needs_w):
     threadpool.copyto(gy_rows, gy.reshape(gy.shape[0], out_channels, -1).swapaxes(0, 1))
     gy_rows = gy_rows.reshape(groups, out_channels // groups, -1)
     gx = gw = None
-    if needs_x and xp is numpy and _full_correlation_fits(geometry):
+    if needs_x and xp is numpy and _correlation_suits(geometry, cols is not None, gy_rows.nbytes):
         gx = _input_grad_as_correlation(w, gy, gy_rows, x_shape, geometry)
     elif needs_x:
         w_t = w.reshape(groups, out_channels // groups, -1).swapaxes(1, 2)
@@ -147,11 +147,16 @@ def _columns_backward(arrays, gy, geometry, needs_x, needs_w):
     return gx, gw
 
 
-def _full_correlation_fits(geometry):
-    """Whether the input gradient is itself a convolution of gy: stride 1, and no side padded by more than the
-    dilated kernel's reach ((kernel - 1) * dilation), so every input position lies inside gy's padded window."""
+def _correlation_suits(geometry, columns_kept, gy_bytes):
+    """Whether to take the input gradient by :func:`_input_grad_as_correlation`: the input gradient is itself a
+    convolution of gy (stride 1, no side padded by more than the dilated kernel's reach, (kernel - 1) *
+    dilation), and gy's columns (``gy_bytes`` times prod(kernel); none for a 1x1 kernel) either stand in for
+    columns of the same order that the forward kept (``columns_kept``) or fit :data:`COLUMNS_MAX_BYTES`, so a
+    backward through a frozen weight stays as bounded as its forward."""
+    taps = math.prod(geometry.kernel)
     return max(geometry.stride) == 1 and all(
-        max(lo, hi) <= (k - 1) * d for (lo, hi), k, d in zip(geometry.padding, geometry.kernel, geometry.dilation))
+        max(lo, hi) <= (k - 1) * d for (lo, hi), k, d in zip(geometry.padding, geometry.kernel, geometry.dilation)
+    ) and (columns_kept or taps == 1 or gy_bytes * taps <= COLUMNS_MAX_BYTES)
 
 
 def _input_grad_as_correlation(w, gy, gy_rows, x_shape, geometry):

@@ -88,5 +88,16 @@ def test_a_stride_1_input_gradient_as_one_correlation_equals_the_per_offset_one(
     monkeypatch.setattr(conv, "_input_grad_as_correlation", lambda *a: taken.append(1) or correlation(*a))
     one = input_grad()
     assert taken
-    monkeypatch.setattr(conv, "_full_correlation_fits", lambda geometry: False)
+    monkeypatch.setattr(conv, "_correlation_suits", lambda *args: False)
     numpy.testing.assert_allclose(one, input_grad(), rtol=1e-10, atol=1e-12)
+
+
+def test_a_frozen_weight_makes_no_gy_columns_past_the_bound(monkeypatch):
+    """Through a frozen weight the forward kept no columns, so the input gradient makes none of gy's past
+    COLUMNS_MAX_BYTES either: it takes the per-offset path."""
+    monkeypatch.setattr(conv, "COLUMNS_MAX_BYTES", 1)
+    monkeypatch.setattr(conv, "_input_grad_as_correlation", lambda *a: pytest.fail("gy's columns were made"))
+    rng = numpy.random.default_rng(4)
+    x = framework.Tensor(rng.standard_normal((3, 4, 9, 11)), requires_grad=True)
+    F.conv2d(x, framework.Tensor(rng.standard_normal((6, 4, 3, 3))), padding=1).sum().backward()
+    assert x.grad is not None
