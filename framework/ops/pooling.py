@@ -1,21 +1,18 @@
 """Max and average pooling over 1, 2 or 3 spatial dimensions, adaptive average pooling, and pooling over
 the valid positions of a padded batch of sequences (:func:`sequence_pool`).
 
-Window pooling shares one N-d implementation: a running max (with the index
-of the first maximum) or sum over one strided view of the padded input per
-kernel offset (``framework.kernels.im2col.windows``); the backward pass adds
-each offset's share of the gradient back (``add_windows``). Adaptive average
+Window pooling is one entry pair of :mod:`framework.kernels.pooling` (an N-d
+running max or sum over one strided view per kernel offset, 2-D max pooling
+compiled on the CPU). Adaptive average
 pooling is separable: one averaging matrix per spatial dimension. Sequence
 pooling is one entry pair of :mod:`framework.kernels.sequence_pool`: the max and
 the mean of a sequence from one read of the input.
 """
 import functools
-import math
 
 import numpy
 
-from .. import threadpool
-from ..kernels.im2col import add_windows, pad, windows
+from ..kernels.pooling import pool_backward, pool_forward
 from ..kernels.sequence_pool import sequence_pool_backward, sequence_pool_forward
 from ..tensor import Function, OpError
 from .conv import conv_geometry, per_dim
@@ -29,61 +26,23 @@ SEQUENCE_POOLS = ("max", "average", "max_average")    # what sequence_pool takes
 
 
 class PoolNd(Function):
-    """Max (``mode="max"``) or average (``mode="avg"``, divided by ``divisor``) over each window."""
+    """Max (``mode="max"``) or average (``mode="avg"``, divided by ``divisor``) over each window
+    (:mod:`framework.kernels.pooling`)."""
 
     def forward(self, x):
         self.x_shape = x.shape
         if self.mode == "avg":
             self.divisor = self.xp.asarray(self.divisor, dtype=x.dtype)
-        if self.xp is not numpy:
-            y, self.saved = self._pool(x)
-            return y
-        y = numpy.empty(x.shape[:2] + tuple(self.out), dtype=x.dtype)
-        argmax = None if self.mode == "avg" else numpy.empty(y.shape, dtype=self._index_dtype())
-
-        def images(lo, hi):       # each image on its own: chunks over the threads change no bit
-            y[lo:hi], index = self._pool(x[lo:hi])
-            if argmax is not None:
-                argmax[lo:hi] = index
-        threadpool.run_chunks(images, x.shape[0], y[0].size * math.prod(self.kernel))
-        self.saved = argmax
+        y, self.saved = pool_forward(x, self.mode, self.kernel, self.stride, self.padding, self.out, self._divisor())
         return y
 
-    def _index_dtype(self):
-        return numpy.min_scalar_type(math.prod(self.kernel) - 1)
-
-    def _pool(self, x):
-        """(y, argmax) of images x (n, C, *size): argmax None for average pooling."""
-        xp = self.xp
-        padded = pad(x, self.padding, -numpy.inf if self.mode == "max" else 0)
-        views = windows(padded, self.kernel, self.stride, (1,) * len(self.kernel), self.out)
-        y = next(views).copy()
-        if self.mode == "avg":
-            for view in views:
-                y += view
-            return y / self.divisor, None
-        argmax = xp.zeros(y.shape, dtype=self._index_dtype())
-        for index, view in enumerate(views, start=1):
-            better = view > y  # strictly: the first maximum wins ties
-            xp.maximum(y, view, out=y)
-            argmax += better * (index - argmax)  # argmax = index where better, without a masked write
-        return y, argmax
-
     def backward(self, gy):
-        share = gy / self.divisor if self.mode == "avg" else None
-        gx = self.xp.zeros(self.x_shape, dtype=gy.dtype)
+        return pool_backward(self.saved, gy, self.x_shape, self.mode, self.kernel, self.stride, self.padding,
+                             self.out, self._divisor())
 
-        def images(lo, hi):
-            def block(index):
-                """The gradient that kernel offset ``index`` sends back, (n, C, *out)."""
-                return share[lo:hi] if share is not None else (self.saved[lo:hi] == index) * gy[lo:hi]
-            add_windows(gx[lo:hi], block, self.kernel, self.stride, self.padding, (1,) * len(self.kernel), self.out)
-
-        if self.xp is numpy:
-            threadpool.run_chunks(images, gy.shape[0], gy[0].size * math.prod(self.kernel))
-        else:
-            images(0, gy.shape[0])
-        return gx
+    def _divisor(self):
+        """Average pooling's divisor (an attribute of the op, so of a saved program); max pooling has none."""
+        return self.divisor if self.mode == "avg" else None
 
 
 class AdaptiveAvgPoolNd(Function):

@@ -1,6 +1,6 @@
 """Compiled CPU kernels (Numba) for the loops NumPy cannot fuse: the GRU and LSTM steps, the CRF forward
 algorithm, Viterbi, the depthwise convolution, batch norm with batch statistics, an inference program's batch
-norm with its ReLU, an embedding's weight gradient (a row scatter-add) and the Adam update.
+norm with its ReLU, an embedding's weight gradient (a row scatter-add), the Adam update and 2-D max pooling.
 
 They sit behind the same op classes as the NumPy kernels, which stay the reference:
 ``OAR_KERNELS=numpy`` selects those (read on every call, so a test can switch),

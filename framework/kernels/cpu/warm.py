@@ -101,13 +101,23 @@ def _sequence_pool(dtype):
     return ["pool_rows", "pool_rows_backward"]
 
 
+def _pooling(dtype):
+    from . import pooling
+    x, y = numpy.ones((1, 1, 3, 3), dtype=dtype), numpy.empty((1, 1, 2, 2), dtype=dtype)
+    argmax = numpy.empty(y.shape, dtype=numpy.uint8)
+    pooling.max_pool2d_images(x, 2, 2, 1, 1, 0, 0, 0, 1, y, argmax)
+    pooling.max_pool2d_backward_images(argmax, y, 2, 2, 1, 1, 0, 0, 0, 1, numpy.zeros_like(x))
+    return ["max_pool2d_images", "max_pool2d_backward_images"]
+
+
 def warmup(progress=None):
     """See :func:`framework.kernels.cpu.warmup`."""
     began = time.perf_counter()
     from . import compiler
     names = []
     for dtype in (numpy.float32, numpy.float64):
-        for family in (_recurrent, _crf, _depthwise, _affine, _batch_norm, _scatter, _adam, _sequence_pool):
+        for family in (_recurrent, _crf, _depthwise, _affine, _batch_norm, _scatter, _adam, _sequence_pool,
+                       _pooling):
             done = [f"{name}[{numpy.dtype(dtype).name}]" for name in family(dtype)]
             names += done
             if progress is not None:

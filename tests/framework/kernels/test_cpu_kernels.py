@@ -195,6 +195,43 @@ def test_depthwise_conv_matches_numpy_kernel(monkeypatch, dtype, case):
     _close([gw], [gw_ref], dtype)
 
 
+MAX_POOL_CASES = {  # x shape, kernel, stride, padding, ceil_mode
+    "resnet_stem": ((2, 3, 12, 11), 3, 2, 1, False),
+    "unpadded": ((3, 2, 8, 8), 2, 2, 0, False),
+    "overlapping_ceil": ((2, 2, 9, 7), (3, 2), (2, 1), (1, 0), True),
+    "stride_1": ((1, 4, 5, 6), 3, 1, 1, False),
+}
+
+
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+@pytest.mark.parametrize("case", list(MAX_POOL_CASES.values()), ids=list(MAX_POOL_CASES))
+def test_max_pool_matches_numpy_kernel(monkeypatch, dtype, case):
+    """Output, gradient and which tap won, bit for bit, through the public op: ties (the first tap wins), a NaN
+    (it wins from where it appears), -inf inputs beside the padding's -inf, windows running past the edge."""
+    shape, kernel, stride, padding, ceil_mode = case
+    rng = numpy.random.default_rng(6)
+    x_data = rng.integers(-3, 4, shape).astype(dtype)                 # small integers: many ties
+    x_data[0, 0, 0, :2] = -numpy.inf
+    x_data[-1, -1, 2, 3] = numpy.nan
+
+    def run():
+        x = to_tensor(x_data, requires_grad=True)
+        y = F.max_pool2d(x, kernel, stride, padding, ceil_mode=ceil_mode)
+        (y * to_tensor(numpy.linspace(-1, 1, y.size, dtype=dtype).reshape(y.shape))).sum().backward()
+        return y.numpy(), x.grad.numpy()
+
+    (y, gx), (y_ref, gx_ref) = _both(monkeypatch, run)
+    numpy.testing.assert_array_equal(y, y_ref)
+    numpy.testing.assert_array_equal(gx, gx_ref)
+
+
+@pytest.mark.parametrize("thread_count", [1, 2])
+def test_max_pool_gradcheck_through_compiled_kernel(threads, thread_count):
+    threads(thread_count)
+    x = numpy.random.default_rng(7).standard_normal((3, 2, 7, 6))
+    gradcheck(lambda t: F.max_pool2d(t, 3, 2, 1), [x])
+
+
 @pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
 @pytest.mark.parametrize("relu", [False, True])
 @pytest.mark.parametrize("threads", [1, 2])
@@ -487,7 +524,7 @@ def test_numba_imported_lazily():
     assert reference.stdout.strip() == "False"
 
 
-@pytest.mark.parametrize("module", ["affine", "crf", "depthwise", "peephole", "recurrent", "warm"])
+@pytest.mark.parametrize("module", ["affine", "crf", "depthwise", "peephole", "pooling", "recurrent", "warm"])
 def test_kernel_cache_on_disk_whichever_kernel_module_comes_first(tmp_path, module):
     """Each kernel module imported first in a fresh process still has Numba load after the cache folder is set,
     so what a command compiles is kept for the next one (an early ``import numba`` left every process compiling
