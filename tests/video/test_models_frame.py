@@ -144,11 +144,12 @@ def test_centre_inflation_starts_each_frame_seen_on_its_own(tmp_path):
     assert not inflated[:, :, [0, 2]].any()
 
 
-def test_an_unknown_inflation_is_refused(tmp_path):
+@pytest.mark.parametrize("with_weights", [True, False])
+def test_an_unknown_inflation_is_refused(tmp_path, with_weights):
     _, path = _image_resnet(tmp_path)
     with pytest.raises(ValueError, match="inflate_init must be one of"):
         MODELS.build({"type": "NonLocalNet", "num_classes": 5, "depth": 18, "base_channels": 4, "mode": "i3d",
-                      "pretrained": path, "inflate_init": "middle"})
+                      "pretrained": path if with_weights else None, "inflate_init": "middle"})
 
 
 def test_inflation_refuses_a_backbone_of_another_depth(tmp_path):

@@ -173,6 +173,11 @@ class ResNet3D(nn.Layer):
 INFLATE_INITS = ("average", "centre")
 
 
+def _check_inflate_init(inflate_init):
+    if inflate_init not in INFLATE_INITS:
+        raise ValueError(f"inflate_init must be one of {sorted(INFLATE_INITS)}, got {inflate_init!r}")
+
+
 def _inflate(kernel, t, inflate_init):
     """A 2D kernel (O, I, kh, kw) as a 3D one (O, I, t, kh, kw) by ``inflate_init``."""
     if inflate_init == "average":
@@ -204,8 +209,7 @@ def load_inflated(backbone, path, inflate_init="average"):
     (O, I, kh, kw) becomes (O, I, t, kh, kw) by ``inflate_init`` (see :data:`INFLATE_INITS`). The non-local
     blocks keep their initialisation (their output BN starts at 0, so each block starts as the identity).
     Missing or mismatched entries raise :class:`vision.models.WeightsError`."""
-    if inflate_init not in INFLATE_INITS:
-        raise ValueError(f"inflate_init must be one of {sorted(INFLATE_INITS)}, got {inflate_init!r}")
+    _check_inflate_init(inflate_init)
     state = inflate_2d_state(read_backbone_state(path))
     own = backbone.state_dict()
     for key, value in state.items():
@@ -241,6 +245,7 @@ class NonLocalNet(nn.Layer):
                  inflate_init: str = "average"):
         super().__init__()
         self.num_classes = int(num_classes)
+        _check_inflate_init(inflate_init)           # checked with or without weights to inflate
         self.backbone = ResNet3D(depth, mode, base_channels, tuple(int(s) for s in nonlocal_stages))
         self.head = ClassifierHead(self.backbone.num_features, self.num_classes, dropout)
         if pretrained:

@@ -188,6 +188,15 @@ def kernel(fastmath=True):
                       boundscheck=False)
 
 
+@kernel(fastmath=False)
+def window_span(size, out, offset, stride):
+    """Output indices o in [lo, hi) whose input position o * stride + offset lies in [0, size): where one kernel
+    tap of a window (convolution, pooling) falls inside the image along one axis."""
+    lo = 0 if offset >= 0 else (-offset + stride - 1) // stride
+    hi = 0 if size - 1 - offset < 0 else (size - 1 - offset) // stride + 1
+    return lo, max(lo, min(hi, out))
+
+
 # ---- BLAS -------------------------------------------------------------------------------------------------------
 
 GEMM_MIN_ROWS = 4

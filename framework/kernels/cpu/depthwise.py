@@ -11,17 +11,9 @@ order). Channels [first, stop) per call, so the threads of :mod:`framework.threa
 """
 import numpy
 
-from .compiler import FASTMATH_SAFE, kernel, uint64
+from .compiler import FASTMATH_SAFE, kernel, uint64, window_span
 
 __all__ = ["depthwise_forward", "depthwise_input_grad", "depthwise_weight_grad"]
-
-
-@kernel(fastmath=False)
-def _valid(size, out, offset, stride):
-    """Output indices o in [lo, hi) whose input position o * stride + offset lies in [0, size)."""
-    lo = 0 if offset >= 0 else (-offset + stride - 1) // stride
-    hi = 0 if size - 1 - offset < 0 else (size - 1 - offset) // stride + 1
-    return lo, max(lo, min(hi, out))
 
 
 @kernel(fastmath=False)
@@ -35,9 +27,9 @@ def _window_passes(image, grid, w, sh, sw, dh, dw, top, left, first, stop, scatt
     for c in range(first, stop):
         for b in range(n):
             for i in range(w.shape[1]):
-                r0, r1 = _valid(h, oh, i * dh - top, sh)
+                r0, r1 = window_span(h, oh, i * dh - top, sh)
                 for j in range(w.shape[2]):
-                    c0, c1 = _valid(width, ow, j * dw - left, sw)
+                    c0, c1 = window_span(width, ow, j * dw - left, sw)
                     weight, shift = w[c, i, j], j * dw - left
                     for r in range(r0, r1):
                         row = r * sh + i * dh - top
@@ -59,9 +51,9 @@ def _weight_grad(x, gy, kh, kw, sh, sw, dh, dw, top, left, gw, first, stop):
         totals[:] = 0.0
         for b in range(n):
             for i in range(kh):
-                r0, r1 = _valid(h, oh, i * dh - top, sh)
+                r0, r1 = window_span(h, oh, i * dh - top, sh)
                 for j in range(kw):
-                    c0, c1 = _valid(width, ow, j * dw - left, sw)
+                    c0, c1 = window_span(width, ow, j * dw - left, sw)
                     total, shift = 0.0, j * dw - left
                     for r in range(r0, r1):
                         row = r * sh + i * dh - top

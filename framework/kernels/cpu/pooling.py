@@ -13,7 +13,7 @@ import math
 
 import numpy
 
-from .compiler import kernel, register_jitable
+from .compiler import kernel, register_jitable, window_span
 
 __all__ = ["max_pool2d_images", "max_pool2d_backward_images"]
 
@@ -55,8 +55,7 @@ def max_pool2d_images(x, kh, kw, sh, sw, top, left, first, stop, y, argmax):
                     pixels = image[row]
                     for j in range(kw):
                         shift, tap = j - left, i * kw + j
-                        lo = 0 if shift >= 0 else (-shift + sw - 1) // sw
-                        hi = min(out_w, (width - 1 - shift) // sw + 1)
+                        lo, hi = window_span(width, out_w, shift, sw)
                         if tap == 0:
                             for q in range(lo, hi):
                                 best[q] = pixels[q * sw + shift]
@@ -81,11 +80,10 @@ def max_pool2d_backward_images(argmax, gy, kh, kw, sh, sw, top, left, first, sto
         for c in range(channels):
             for tap in range(kh * kw):
                 i, j = tap // kw, tap % kw
-                for r in range(out_h):
+                r0, r1 = window_span(height, out_h, i - top, sh)
+                q0, q1 = window_span(width, out_w, j - left, sw)
+                for r in range(r0, r1):
                     row = r * sh + i - top
-                    if row < 0 or row >= height:
-                        continue
-                    for q in range(out_w):
-                        column = q * sw + j - left
-                        if argmax[b, c, r, q] == tap and 0 <= column < width:
-                            gx[b, c, row, column] += gy[b, c, r, q]
+                    for q in range(q0, q1):
+                        if argmax[b, c, r, q] == tap:
+                            gx[b, c, row, q * sw + j - left] += gy[b, c, r, q]
